@@ -1,0 +1,90 @@
+"""The time-slicing contract on one snapshot: who is allocated, who is protected, who must go.
+
+Pure functions of the snapshot (STYLE.md habit 1). See models/round.md, section 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from types import MappingProxyType
+
+from alloc.domain import (
+    Action,
+    HostName,
+    HostState,
+    Occupancy,
+    Reason,
+    Snapshot,
+    Workload,
+    WorkloadId,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """What the contract says about one workload this round, before any solver runs."""
+
+    workload: Workload
+    funded: bool
+    occupancy: Occupancy
+    protected_until: datetime | None  # end of the minimum runtime of running allocated work
+    forced: Action | None  # KEEP or PREEMPT when the contract decides alone; None = solver's choice
+    forced_reason: Reason | None
+
+    @property
+    def protected(self) -> bool:
+        return self.forced is Action.KEEP
+
+    @property
+    def optional_running(self) -> bool:
+        """Running, and the solver may keep or preempt it."""
+        return self.workload.running and self.forced is None
+
+    @property
+    def queued(self) -> bool:
+        return not self.workload.running
+
+
+def is_funded(snapshot: Snapshot, workload: Workload) -> bool:
+    """Funded = it names a budget node whose effective allocation is above zero."""
+    return bool(workload.budget) and snapshot.budgets.effective_allocation(workload.budget) > 0
+
+
+def occupancy_of(snapshot: Snapshot, workload: Workload) -> Occupancy:
+    if is_funded(snapshot, workload) and workload.min_runtime_s > 0:
+        return Occupancy.ALLOCATED
+    return Occupancy.UNALLOCATED
+
+
+def standing(snapshot: Snapshot, workload: Workload) -> Standing:
+    funded = is_funded(snapshot, workload)
+    occupancy = occupancy_of(snapshot, workload)
+    if not workload.running:
+        return Standing(workload, funded, occupancy, None, None, None)
+    assert workload.started is not None
+    protected_until = None
+    if occupancy is Occupancy.ALLOCATED:
+        protected_until = workload.started + timedelta(seconds=workload.min_runtime_s)
+    states = {snapshot.cluster.host(h).state for h in workload.hosts}
+    if HostState.MAINTENANCE in states:
+        # The host went out of service under it: an availability event, not a choice of the plan.
+        return Standing(
+            workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_MAINTENANCE
+        )
+    if protected_until is not None and snapshot.now < protected_until:
+        return Standing(workload, funded, occupancy, protected_until, Action.KEEP, Reason.PROTECTED)
+    if any(s.draining for s in states):
+        return Standing(
+            workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_DRAINING
+        )
+    return Standing(workload, funded, occupancy, protected_until, None, None)
+
+
+def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:
+    return MappingProxyType({w.id: standing(snapshot, w) for w in snapshot.workloads})
+
+
+def draining_hosts(snapshot: Snapshot) -> tuple[HostName, ...]:
+    return tuple(h.name for h in snapshot.cluster.hosts if h.state.draining)

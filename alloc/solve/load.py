@@ -1,0 +1,110 @@
+"""Who holds which GPUs while a plan is being built: the mutable scratch state of one solve.
+
+Besides the GPUs used per host it keeps, per *category* of holder that others may displace
+(a tier), the GPUs and the cost per host that displacing them would free and destroy, and a
+histogram of free GPUs per GPU type, so that a request that cannot fit is rejected in O(1).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping
+
+import numpy as np
+
+from alloc.domain import WorkloadId
+from alloc.solve.problem import HostArrays
+
+Placement = dict[int, int]  # host index -> GPUs
+
+
+class Load:
+    def __init__(self, hosts: HostArrays) -> None:
+        self.hosts = hosts
+        self.used = np.zeros(hosts.count, np.int64)
+        self._free = np.where(hosts.ready, hosts.cap, 0)
+        self.held: dict[WorkloadId, Placement] = {}
+        self.on_host: defaultdict[int, set[WorkloadId]] = defaultdict(set)
+        self.category: dict[WorkloadId, tuple[Hashable, float]] = {}
+        self.reclaim: dict[Hashable, np.ndarray] = {}
+        self.reclaim_cost: dict[Hashable, np.ndarray] = {}
+        self.reclaim_total: dict[Hashable, int] = defaultdict(int)
+        top = int(hosts.cap.max()) if hosts.count else 0
+        self.histogram = np.zeros((len(hosts.types), top + 1), np.int64)  # [type, free] -> hosts
+        ready = np.flatnonzero(hosts.ready)
+        np.add.at(self.histogram, (hosts.type_of[ready], hosts.cap[ready]), 1)
+
+    def free(self) -> np.ndarray:
+        """GPUs new work may take per host (nothing on hosts that are not ready). Read-only."""
+        return self._free
+
+    def _touch(self, h: int, delta: int) -> None:
+        self.used[h] += delta
+        if self.hosts.ready[h]:
+            t = self.hosts.type_of[h]
+            self.histogram[t, self._free[h]] -= 1
+            self._free[h] = max(0, self.hosts.cap[h] - self.used[h])
+            self.histogram[t, self._free[h]] += 1
+
+    def hold(
+        self,
+        workload: WorkloadId,
+        placement: Mapping[int, int],
+        category: Hashable | None = None,
+        cost: float = 0.0,
+    ) -> None:
+        """Give `placement` to `workload`; a `category` makes it displaceable at `cost`."""
+        assert workload not in self.held, workload
+        self.held[workload] = dict(placement)
+        total = sum(placement.values())
+        for h, g in placement.items():
+            self._touch(h, g)
+            self.on_host[h].add(workload)
+        if category is not None:
+            self.category[workload] = (category, cost)
+            if category not in self.reclaim:
+                self.reclaim[category] = np.zeros(self.hosts.count, np.int64)
+                self.reclaim_cost[category] = np.zeros(self.hosts.count)
+            for h, g in placement.items():
+                self.reclaim[category][h] += g
+                self.reclaim_cost[category][h] += cost * g / total
+            self.reclaim_total[category] += total
+
+    def release(self, workload: WorkloadId) -> Placement:
+        placement = self.held.pop(workload)
+        total = sum(placement.values())
+        for h, g in placement.items():
+            self._touch(h, -g)
+            self.on_host[h].discard(workload)
+        if workload in self.category:
+            category, cost = self.category.pop(workload)
+            for h, g in placement.items():
+                self.reclaim[category][h] -= g
+                self.reclaim_cost[category][h] -= cost * g / total
+            self.reclaim_total[category] -= total
+        return placement
+
+    def holds(self, workload: WorkloadId) -> bool:
+        return workload in self.held
+
+    def displaceable(self, categories: Iterable[Hashable]) -> tuple[np.ndarray, np.ndarray, int]:
+        """GPUs and cost per host that displacing every holder of `categories` would free."""
+        gpus = np.zeros(self.hosts.count, np.int64)
+        cost = np.zeros(self.hosts.count)
+        total = 0
+        for c in categories:
+            if self.reclaim_total.get(c, 0) > 0:
+                gpus += self.reclaim[c]
+                cost += self.reclaim_cost[c]
+                total += self.reclaim_total[c]
+        return gpus, cost, total
+
+    def may_fit_single(self, gpus: int, types: np.ndarray) -> bool:
+        """Some ready host of an allowed type has `gpus` free (types: bool mask over types)."""
+        return bool(self.histogram[types, gpus:].any()) if gpus < self.histogram.shape[1] else False
+
+    def whole_free_hosts(self, types: np.ndarray) -> int:
+        """Ready hosts of an allowed type with all their GPUs free (an upper bound for gangs)."""
+        hosts = self.hosts
+        mask = hosts.ready & types[hosts.type_of] & (self._free == hosts.cap)
+        return int(mask.sum())
