@@ -93,7 +93,7 @@ def generate(spec: GeneratorSpec, policy: Policy | None = None) -> Snapshot:
             failures += 1
             continue
         started = _started(spec, rng, w)
-        submitted = started - timedelta(minutes=rng.uniform(0, 120))
+        submitted = started - timedelta(seconds=rng.randrange(0, 7200))
         w = _replace(w, started=started, hosts=placed, submitted=submitted)
         workloads.append(w)
         held += w.gpus
@@ -195,7 +195,7 @@ def _workload(
         budget=budget,
         gpus=gpus,
         min_runtime_s=min_runtime,
-        submitted=spec.now - timedelta(minutes=rng.uniform(0, 48 * 60)),
+        submitted=spec.now - timedelta(seconds=rng.randrange(0, 48 * 3600)),
         resumable=rng.random() < 0.8,
         priority=rng.choice((0, 0, 0, 0, 1, 2)),
         topology=topology,
@@ -205,8 +205,8 @@ def _workload(
 def _started(spec: GeneratorSpec, rng: random.Random, w: Workload) -> datetime:
     protected = w.min_runtime_s > 0 and w.budget is not None and rng.random() < spec.protected
     if protected:
-        return spec.now - timedelta(seconds=rng.uniform(0, w.min_runtime_s))
-    return spec.now - timedelta(seconds=w.min_runtime_s + rng.uniform(60, 24 * HOUR_S))
+        return spec.now - timedelta(seconds=rng.randrange(0, int(w.min_runtime_s)))
+    return spec.now - timedelta(seconds=w.min_runtime_s + rng.randrange(60, int(24 * HOUR_S)))
 
 
 class _Packer:

@@ -17,7 +17,6 @@ from alloc.solve.score import objective
 from alloc.solve.validate import validate
 
 SOLVERS = ("milp", "greedy")
-DEFAULT_BACKEND = "scip"
 
 
 class InvalidPlanError(RuntimeError):
@@ -32,7 +31,7 @@ class InvalidPlanError(RuntimeError):
 class RoundOptions:
     solver: str | None = None  # None: the snapshot's policy decides
     time_limit_s: float | None = None
-    backend: str = DEFAULT_BACKEND
+    backend: str | None = None  # None: the snapshot's policy decides
     extra_metrics: dict[str, float] = field(default_factory=dict)
 
 
@@ -67,7 +66,8 @@ def run_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Plan:
     )
     if solver == "greedy":
         return _checked(snapshot, fallback_plan, None)
-    outcome = solve_milp(ctx, warm, warm_value, deadline, options.backend)
+    backend = options.backend or snapshot.policy.backend
+    outcome = solve_milp(ctx, warm, warm_value, deadline, backend)
     if outcome.load is None:
         return _checked(snapshot, _renote(fallback_plan, outcome.note), None)
     assert outcome.objective is not None

@@ -25,6 +25,7 @@ class Policy:
     threads: int = 2
     seed: int = 0
     mip_gap: float = 0.001  # relative gap at which the MILP stops early
+    backend: str = "scip"  # the MILP's OR-Tools backend: scip | sat
     # How long this round's grants are assumed to last when the fair-share order projects each
     # node's ratio forward (models/round.md, section 2). None = the lookback window.
     fairshare_horizon_s: float | None = None

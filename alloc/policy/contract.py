@@ -49,7 +49,9 @@ class Standing:
 
 def is_funded(snapshot: Snapshot, workload: Workload) -> bool:
     """Funded = it names a budget node whose effective allocation is above zero."""
-    return bool(workload.budget) and snapshot.budgets.effective_allocation(workload.budget) > 0
+    if not workload.budget:
+        return False
+    return snapshot.budgets.effective_allocation(workload.budget) > 0
 
 
 def occupancy_of(snapshot: Snapshot, workload: Workload) -> Occupancy:

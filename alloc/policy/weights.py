@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+import numpy as np
+
 from alloc.domain import HOUR_S, Occupancy, Snapshot, WorkloadId
 from alloc.policy.contract import Standing
 from alloc.policy.fairshare import FairShare
@@ -101,11 +103,11 @@ def weights(
     return Weights(MappingProxyType(tier), MappingProxyType(value), MappingProxyType(cost))
 
 
-def host_cost_per_gpu(free_gpus: int, capacity: int) -> float:
+def host_cost_per_gpu(free_gpus: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """(4.3) Cost per GPU of small work on a host with `free_gpus` free as the round starts."""
     return HOST_FREE_COST * free_gpus / capacity
 
 
-def block_cost_per_gpu(whole_free_hosts: int, hosts_in_block: int) -> float:
+def block_cost_per_gpu(whole_free_hosts: np.ndarray, hosts_in_block: np.ndarray) -> np.ndarray:
     """(4.3) Cost per GPU of a whole host taken in a block with that many whole free hosts."""
     return BLOCK_FREE_COST * whole_free_hosts / hosts_in_block

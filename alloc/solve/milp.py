@@ -44,37 +44,43 @@ def solve_milp(
     rm = build_model(ctx)
     start = hint(ctx, rm, warm)
 
-    def run(**kw: object) -> BackendResult:
+    def run(
+        which: str,
+        *,
+        fixed: np.ndarray | None = None,
+        warm: np.ndarray | None = None,
+        relax: bool = False,
+    ) -> BackendResult:
         remaining = deadline - time.perf_counter()
         return solve(
             rm.model,
+            which,
             time_limit_s=max(0.01, remaining),
             threads=policy.threads,
             seed=policy.seed,
             gap=policy.mip_gap,
-            **kw,
-        )  # type: ignore[arg-type]
+            hint=warm,
+            fixed=fixed,
+            relax=relax,
+        )
 
     if deadline - time.perf_counter() <= 0.01:
         return Outcome(None, "fallback", None, None, 0.0, "time limit spent before the solve")
     seconds = 0.0
-    lp = run(backend=LP_BACKEND, relax=True)
+    lp = run(LP_BACKEND, relax=True)
     seconds += lp.seconds
     if lp.values is None:
         return Outcome(None, "fallback", None, None, seconds, f"LP relaxation: {lp.status}")
     bound = lp.objective
     integer = rm.model.vectors()[3]
     agree = integer & (np.abs(lp.values - start) < INTEGRAL)
-    best = run(backend=backend, hint=start, fixed=agree)
+    best = run(backend, warm=start, fixed=agree)
     seconds += best.seconds
-    if best.values is None:
-        best = BackendResult(
-            "feasible", start, float(rm.model.vectors()[2] @ start + rm.model.offset), bound, 0.0
-        )
-    load, value = _decoded(ctx, rm, best.values, warm, warm_objective)
+    values = best.values if best.values is not None else start
+    load, value = _decoded(ctx, rm, values, warm, warm_objective)
     gap = _gap(bound, value)
     if gap > policy.mip_gap and deadline - time.perf_counter() > 0.05:
-        full = run(backend=backend, hint=_hint_of(ctx, rm, load))
+        full = run(backend, warm=hint(ctx, rm, load))
         seconds += full.seconds
         if full.bound is not None and bound is not None:
             bound = min(bound, full.bound)
@@ -85,10 +91,6 @@ def solve_milp(
     status = "optimal" if gap <= policy.mip_gap else "feasible"
     note = "" if value > warm_objective + 1e-9 else "the greedy plan was not improved"
     return Outcome(load, status, value, bound, seconds, note)
-
-
-def _hint_of(ctx: RoundContext, rm: RoundModel, load: Load) -> np.ndarray:
-    return hint(ctx, rm, load)
 
 
 def _decoded(

@@ -57,7 +57,7 @@ def solve(
         lb, ub = lb.copy(), ub.copy()
         lb[fixed] = ub[fixed] = hint[fixed]
     helper = mbh.ModelBuilderHelper()
-    helper.fill_model_from_sparse_data(lb, ub, obj, lo, hi, mdl.matrix())
+    helper.fill_model_from_sparse_data(lb, ub, obj, lo, hi, mdl.matrix())  # type: ignore[arg-type]
     if not relax:
         for i in np.flatnonzero(integer).tolist():
             helper.set_var_integrality(i, True)
@@ -80,9 +80,8 @@ def solve(
         name = "infeasible" if status == mbh.SolveStatus.INFEASIBLE else "no_solution"
         return BackendResult(name, None, None, None, seconds, str(status))
     objective = solver.objective_value()
-    bound = solver.best_objective_bound()
-    if not math.isfinite(bound):
-        bound = None
+    raw_bound = solver.best_objective_bound()
+    bound = raw_bound if math.isfinite(raw_bound) else None
     optimal = status == mbh.SolveStatus.OPTIMAL
     return BackendResult(
         "optimal" if optimal else "feasible",

@@ -40,7 +40,8 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
         for _ in range(v[var]):
             if not started[ci] or len(whole[region]) < need:
                 break
-            taken, whole[region] = whole[region][:need], whole[region][need:]
+            taken: list[int] = whole[region][:need]
+            whole[region] = whole[region][need:]
             _hold_if_free(ctx, load, started[ci].popleft(), taken)
     for (ci, (t, cap)), var in rm.m.items():
         need = -(-rm.classes[ci].gpus // cap)
@@ -50,7 +51,7 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
             )
             if not started[ci] or sum(len(whole[r]) for r in regions) < need:
                 break
-            taken: list[int] = []
+            taken = []
             for r in regions:
                 part = whole[r][: need - len(taken)]
                 whole[r] = whole[r][len(part) :]
@@ -65,22 +66,22 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
                 small[(t, rm.classes[ci].gpus)].append(started[ci].popleft())
 
     slots: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)  # -> (pool, count)
-    for (i, s), var in rm.x.items():
+    for (i, size), var in rm.x.items():
         if v[var] > 0:
-            slots[(rm.pools[i].type, s)].append((i, int(v[var])))
-    for t, s in sorted(small, key=lambda key: -key[1]):
-        work = deque(small[(t, s)])
-        for i, count in slots[(t, s)]:
+            slots[(rm.pools[i].type, size)].append((i, int(v[var])))
+    for t, size in sorted(small, key=lambda key: -key[1]):
+        work = deque(small[(t, size)])
+        for i, count in slots[(t, size)]:
             pool_hosts = rm.pools[i].hosts
             for _ in range(count):
                 if not work:
                     break
                 free = load.free()[pool_hosts]
-                fits = np.flatnonzero(free >= s)
+                fits = np.flatnonzero(free >= size)
                 if len(fits) == 0:
                     break
                 h = int(pool_hosts[fits[np.argmin(free[fits])]])
-                ctx.hold(load, work.popleft(), {h: s})
+                ctx.hold(load, work.popleft(), {h: size})
     return load
 
 
@@ -99,7 +100,7 @@ def hint(ctx: RoundContext, rm: RoundModel, load: Load) -> np.ndarray:
         v[var] = float(load.holds(wid))
     for wid, var in rm.k.items():
         v[var] = float(load.holds(wid))
-    pool_of = {}
+    pool_of: dict[int, int] = {}
     for i, p in enumerate(rm.pools):
         for h in p.hosts:
             pool_of[int(h)] = i
@@ -118,8 +119,8 @@ def hint(ctx: RoundContext, rm: RoundModel, load: Load) -> np.ndarray:
             v[rm.phi[(ci, rm.pools[i].type)]] += 1
             continue
         for h in placement:
-            if (var := rm.e.get(pool_of[h])) is not None:
-                v[var] += 1
+            if (e := rm.e.get(pool_of[h])) is not None:
+                v[e] += 1
         blocks = {int(hosts.block_of[h]) for h in placement}
         region = (int(hosts.block_of[first]), int(hosts.type_of[first]), int(hosts.cap[first]))
         if len(blocks) == 1 and (ci, region) in rm.n:

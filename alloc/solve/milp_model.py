@@ -109,116 +109,163 @@ def request_classes(ctx: RoundContext) -> list[RequestClass]:
 
 
 def build_model(ctx: RoundContext) -> RoundModel:
-    hosts = ctx.hosts
-    wts = ctx.weights
     pools = pools_of(ctx)
     classes = request_classes(ctx)
     rm = RoundModel(ArrayModel(), pools, classes)
-    mdl = rm.model
-    small_cost, whole_cost = compaction_costs(ctx)
+    _decisions(ctx, rm)
+    _pool_capacity(ctx, rm)
+    _class_demand(ctx, rm)
+    _precedence(ctx, rm)
+    return rm
 
-    # Decision variables y (start) and k (keep), section 5.1.
-    queued = [wid for c in classes for wid in c.members]
+
+def _type_ok(ctx: RoundContext, c: RequestClass, gpu_type: int) -> bool:
+    return c.gpu_type is None or ctx.hosts.types[gpu_type] == c.gpu_type
+
+
+def _hosts_needed(c: RequestClass, capacity: int) -> int:
+    return 1 if c.single else -(-c.gpus // capacity)
+
+
+def _decisions(ctx: RoundContext, rm: RoundModel) -> None:
+    """(5.1) y: start a queued workload; k: keep a running one the contract leaves open."""
+    wts = ctx.weights
+    mdl = rm.model
+    queued = [wid for c in rm.classes for wid in c.members]
     y = mdl.variables(len(queued), 0, 1, np.array([wts.hold_value[w] for w in queued]), True)
     rm.y = dict(zip(queued, y.tolist(), strict=True))
     running = [wid for wid in ctx.order if ctx.standings[wid].optional_running]
     k_obj = np.array([wts.hold_value[w] + wts.preempt_cost[w] for w in running])
     k = mdl.variables(len(running), 0, 1, k_obj, True)
     rm.k = dict(zip(running, k.tolist(), strict=True))
-    mdl.offset = sum(wts.hold_value[w] for w, s in ctx.standings.items() if s.protected) - sum(
-        wts.preempt_cost[w] for w in running
+    mdl.offset = -sum(wts.preempt_cost[w] for w in running)
+
+
+def _pool_capacity(ctx: RoundContext, rm: RoundModel) -> None:
+    """(1) GPUs per pool; (1b) packing of several sizes into alike hosts."""
+    mdl = rm.model
+    pools = rm.pools
+    small_cost, _ = compaction_costs(ctx)
+    count = np.array([len(p.hosts) for p in pools], np.int64)
+    cap = np.array([p.cap for p in pools], np.int64)
+    free = np.array([p.free for p in pools], np.int64)
+    gtype = np.array([p.type for p in pools], np.int64)
+    first = np.array([int(p.hosts[0]) for p in pools], np.int64)
+    rows = mdl.rows("(1) pool capacity", len(pools), -INF, (count * free).astype(float))
+    sizes: dict[int, list[int]] = defaultdict(list)  # pool -> its small sizes
+    for s in sorted({c.gpus for c in rm.classes if c.single}):
+        types = np.array(
+            [
+                any(c.single and c.gpus == s and _type_ok(ctx, c, t) for c in rm.classes)
+                for t in range(len(ctx.hosts.types))
+            ],
+            bool,
+        )
+        take = np.flatnonzero((s < cap) & (s <= free) & types[gtype])
+        if len(take) == 0:
+            continue
+        var = mdl.variables(
+            len(take), 0, count[take] * (free[take] // s), -s * small_cost[first[take]], True
+        )
+        mdl.terms(rows[take], var, float(s))
+        for i, v in zip(take.tolist(), var.tolist(), strict=True):
+            rm.x[(i, s)] = v
+            sizes[i].append(s)
+    whole_types = np.array(
+        [any(_type_ok(ctx, c, t) for c in rm.classes) for t in range(len(ctx.hosts.types))], bool
     )
-
-    def type_ok(c: RequestClass, gtype: int) -> bool:
-        return c.gpu_type is None or hosts.types[gtype] == c.gpu_type
-
-    # Small sizes each pool may take: x[p, s] integer, s < capacity (5.1).
-    small_sizes = sorted({c.gpus for c in classes if c.single})
-    pool_hi = np.array([len(p.hosts) * p.free for p in pools], float)
-    pool_rows = mdl.rows("(1) pool capacity", len(pools), -INF, pool_hi)
+    fits_whole = np.array(  # type: ignore[var-annotated]
+        [
+            any(
+                _type_ok(ctx, c, int(gtype[i]))
+                and (c.gpus == cap[i] if c.single else c.gpus > cap[i])
+                for c in rm.classes
+            )
+            for i in range(len(pools))
+        ],
+        bool,
+    )
+    take = np.flatnonzero((free == cap) & whole_types[gtype] & fits_whole)
+    var = mdl.variables(len(take), 0, count[take], 0.0, True)
+    mdl.terms(rows[take], var, cap[take].astype(float))
+    rm.e = dict(zip(take.tolist(), var.tolist(), strict=True))
+    r_rows: list[int] = []
+    r_cols: list[int] = []
+    r_vals: list[float] = []
     for i, p in enumerate(pools):
-        n = len(p.hosts)
-        sizes = [
-            s
-            for s in small_sizes
-            if s < p.cap
-            and s <= p.free
-            and any(c.single and c.gpus == s and type_ok(c, p.type) for c in classes)
-        ]
-        host = int(p.hosts[0])
-        for s in sizes:
-            var = int(mdl.variables(1, 0, n * (p.free // s), -s * small_cost[host], True)[0])
-            rm.x[(i, s)] = var
-            mdl.terms(np.array([pool_rows[i]]), np.array([var]), s)
-        if p.free == p.cap and any(
-            type_ok(c, p.type) and (c.gpus == p.cap if c.single else c.gpus > p.cap)
-            for c in classes
-        ):
-            var = int(mdl.variables(1, 0, n, 0.0, True)[0])
-            rm.e[i] = var
-            mdl.terms(np.array([pool_rows[i]]), np.array([var]), p.cap)
+        host = ctx.hosts.names[int(p.hosts[0])]
         for r in p.running:
-            g = ctx.standings[r].workload.hosts[hosts.names[host]]
-            mdl.terms(np.array([pool_rows[i]]), np.array([rm.k[r]]), g)
-        # (1b) packability of several sizes into alike hosts (exact for sizes that divide).
-        if n > 1 and len(sizes) > 1:
-            for j, s in enumerate(sizes[1:], start=1):
-                slots = s * (p.free // s)
-                row = mdl.rows("(1b) pool packing", 1, -INF, n * slots)
-                larger = sizes[j:]
-                mdl.terms(
-                    np.full(len(larger), row[0]),
-                    np.array([rm.x[(i, t)] for t in larger]),
-                    np.array(larger, float),
-                )
-                if i in rm.e:
-                    mdl.terms(row, np.array([rm.e[i]]), slots)
+            r_rows.append(rows[i])
+            r_cols.append(rm.k[r])
+            r_vals.append(ctx.standings[r].workload.hosts[host])
+    mdl.terms(np.array(r_rows, np.int64), np.array(r_cols, np.int64), np.array(r_vals, float))
+    for i, own in sizes.items():
+        if count[i] < 2 or len(own) < 2:
+            continue
+        for j, s in enumerate(own[1:], start=1):
+            slots = s * (int(free[i]) // s)
+            row = mdl.rows("(1b) pool packing", 1, -INF, float(count[i] * slots))
+            larger = own[j:]
+            mdl.terms(
+                np.full(len(larger), row[0]),
+                np.array([rm.x[(i, t)] for t in larger]),
+                np.array(larger, float),
+            )
+            if i in rm.e:
+                mdl.terms(row, np.array([rm.e[i]]), float(slots))
 
-    # Regions: (block, type, capacity) of pools that can be taken whole.
+
+def _class_demand(ctx: RoundContext, rm: RoundModel) -> None:
+    """(2) each class's started members go somewhere; (3) small slots; (4) whole hosts per
+    region; (5) spread gangs on what the regions leave over."""
+    mdl = rm.model
+    pools = rm.pools
+    _, whole_cost = compaction_costs(ctx)
     region_pools: dict[tuple[int, int, int], list[int]] = defaultdict(list)
     for i in rm.e:
         p = pools[i]
         region_pools[(p.block, p.type, p.cap)].append(i)
     region_hosts = {r: sum(len(pools[i].hosts) for i in ps) for r, ps in region_pools.items()}
-
-    # Per class: where its started members go (2); flows, block counts, spread counts.
-    for ci, c in enumerate(classes):
+    region_cost = {r: whole_cost[int(pools[ps[0]].hosts[0])] for r, ps in region_pools.items()}
+    small_types = defaultdict(set)  # size -> types with slots
+    for i, s in rm.x:
+        small_types[s].add(pools[i].type)
+    in_region: dict[tuple[int, int, int], list[tuple[int, float]]] = defaultdict(list)
+    spread: dict[tuple[int, int], list[tuple[int, float]]] = defaultdict(list)
+    for ci, c in enumerate(rm.classes):
         demand = mdl.rows("(2) class demand", 1, 0.0, 0.0)
         mdl.terms(np.full(len(c.members), demand[0]), np.array([rm.y[w] for w in c.members]), -1.0)
+        supply: list[int] = []
         if c.single:
-            for t in range(len(hosts.types)):
-                if type_ok(c, t) and any(
-                    pools[i].type == t and (i, c.gpus) in rm.x for i in range(len(pools))
-                ):
-                    var = int(mdl.variables(1, 0, len(c.members), 0.0, False)[0])
-                    rm.phi[(ci, t)] = var
-                    mdl.terms(demand, np.array([var]), 1.0)
-        for region, count in region_hosts.items():
-            block, t, cap = region
-            if not type_ok(c, t):
+            for t in sorted(small_types.get(c.gpus, ())):
+                if _type_ok(ctx, c, t):
+                    rm.phi[(ci, t)] = v = int(mdl.variables(1, 0, len(c.members), 0.0, False)[0])
+                    supply.append(v)
+        for region, hosts_there in region_hosts.items():
+            _, t, cap = region
+            need = _hosts_needed(c, cap)
+            fits = c.gpus == cap if c.single else c.gpus > cap
+            if not (_type_ok(ctx, c, t) and fits and hosts_there >= need):
                 continue
-            if c.single and cap != c.gpus or not c.single and cap >= c.gpus:
-                continue
-            need = 1 if c.single else -(-c.gpus // cap)
-            if count < need:
-                continue
-            cost = -need * cap * whole_cost[int(pools[region_pools[region][0]].hosts[0])]
-            var = int(mdl.variables(1, 0, min(len(c.members), count // need), cost, True)[0])
-            rm.n[(ci, region)] = var
-            mdl.terms(demand, np.array([var]), 1.0)
+            ub = min(len(c.members), hosts_there // need)
+            cost = -need * cap * region_cost[region]
+            rm.n[(ci, region)] = v = int(mdl.variables(1, 0, ub, cost, True)[0])
+            in_region[region].append((v, float(need)))
+            supply.append(v)
         if not c.single and not c.block:
-            for t, cap in {(r[1], r[2]) for r in region_hosts}:
+            for t, cap in sorted({(r[1], r[2]) for r in region_hosts}):
                 need = -(-c.gpus // cap)
-                total = sum(v for r, v in region_hosts.items() if r[1:] == (t, cap))
-                if type_ok(c, t) and cap < c.gpus and total >= need:
-                    var = int(mdl.variables(1, 0, len(c.members), -SPREAD_COST_PER_BLOCK, True)[0])
-                    rm.m[(ci, (t, cap))] = var
-                    mdl.terms(demand, np.array([var]), 1.0)
+                total = sum(n for r, n in region_hosts.items() if r[1:] == (t, cap))
+                if _type_ok(ctx, c, t) and cap < c.gpus and total >= need:
+                    v = int(mdl.variables(1, 0, len(c.members), -SPREAD_COST_PER_BLOCK, True)[0])
+                    rm.m[(ci, (t, cap))] = v
+                    spread[(t, cap)].append((v, float(need)))
+                    supply.append(v)
+        mdl.terms(np.full(len(supply), demand[0]), np.array(supply, np.int64), 1.0)
 
-    # (3) small channels: what classes of size s draw from type t fits in the pools' slots.
-    for s in small_sizes:
-        for t in range(len(hosts.types)):
-            flows = [v for (ci, tt), v in rm.phi.items() if tt == t and classes[ci].gpus == s]
+    for s, types in small_types.items():
+        for t in types:
+            flows = [v for (ci, tt), v in rm.phi.items() if tt == t and rm.classes[ci].gpus == s]
             if not flows:
                 continue
             slots = [v for (i, ss), v in rm.x.items() if ss == s and pools[i].type == t]
@@ -226,31 +273,22 @@ def build_model(ctx: RoundContext) -> RoundModel:
             mdl.terms(np.full(len(flows), row[0]), np.array(flows), 1.0)
             mdl.terms(np.full(len(slots), row[0]), np.array(slots), -1.0)
 
-    # (4) whole hosts per region; (5) spread gangs draw on what regions leave over.
     for region, members in region_pools.items():
         _, t, cap = region
         row = mdl.rows("(4) region whole hosts", 1, -INF, 0.0)
         mdl.terms(np.full(len(members), row[0]), np.array([rm.e[i] for i in members]), -1.0)
-        for (ci, r), var in rm.n.items():
-            if r == region:
-                c = classes[ci]
-                mdl.terms(row, np.array([var]), 1 if c.single else -(-c.gpus // cap))
-        if any(tc == (t, cap) for (_, tc) in rm.m):
-            host = int(pools[members[0]].hosts[0])
-            var = int(mdl.variables(1, 0, INF, -cap * whole_cost[host], False)[0])
-            rm.a[region] = var
-            mdl.terms(row, np.array([var]), 1.0)
-    for tc in {tc for (_, tc) in rm.m}:
+        for var, hosts_each in in_region[region]:
+            mdl.terms(row, np.array([var]), hosts_each)
+        if (t, cap) in spread:
+            a = int(mdl.variables(1, 0, INF, -cap * region_cost[region], False)[0])
+            rm.a[region] = a
+            mdl.terms(row, np.array([a]), 1.0)
+    for (t, cap), gangs in spread.items():
         row = mdl.rows("(5) spread whole hosts", 1, -INF, 0.0)
-        for (ci, t2), var in rm.m.items():
-            if t2 == tc:
-                mdl.terms(row, np.array([var]), -(-classes[ci].gpus // tc[1]))
-        for region, var in rm.a.items():
-            if region[1:] == tc:
-                mdl.terms(row, np.array([var]), -1.0)
-
-    _precedence(ctx, rm)
-    return rm
+        for var, hosts_each in gangs:
+            mdl.terms(row, np.array([var]), hosts_each)
+        regions = [a for r, a in rm.a.items() if r[1:] == (t, cap)]
+        mdl.terms(np.full(len(regions), row[0]), np.array(regions, np.int64), -1.0)
 
 
 def _precedence(ctx: RoundContext, rm: RoundModel) -> None:

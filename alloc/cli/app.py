@@ -1,0 +1,230 @@
+"""The `alloc` command line (typer). Thin: parse arguments, call the library, print, exit.
+
+Exit codes (SPEC.md): 0 success; 2 bad input (file, field and what is wrong; nothing written);
+1 internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+
+from alloc.io import InputError, dump_plan, json_schema, load_instance, load_plan
+from alloc.io.durations import parse_duration
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Optimization-based batch allocator for shared GPU training clusters.",
+)
+# Wide enough for the budget table when the output is a file or a pipe.
+out = Console(width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+T = TypeVar("T")
+
+
+def _run(action: Callable[[], T]) -> T:
+    """Map bad input to exit 2 and anything unexpected to exit 1, without a traceback."""
+    try:
+        return action()
+    except InputError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the boundary of the program
+        if os.environ.get("ALLOC_DEBUG"):
+            raise
+        err.print(f"[red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write whole or not at all: a temporary file in the same folder, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command()
+def solve(
+    instance: Annotated[Path, typer.Argument(help="Instance YAML (see `alloc schema`).")],
+    solver: Annotated[
+        str | None, typer.Option(help="milp or greedy (default: the policy's).")
+    ] = None,
+    time_limit: Annotated[str | None, typer.Option(help="Wall-clock limit, e.g. 10s.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the plan JSON.")
+    ] = None,
+    depth: Annotated[int, typer.Option(help="Budget tree levels shown.")] = 2,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the plan JSON instead.")] = False,
+) -> None:
+    """Solve one round and print its summary (and write the plan with -o)."""
+    from alloc.round import RoundOptions, run_round
+    from alloc.solve.context import round_context
+    from alloc.summary import summarize
+
+    def act() -> None:
+        if solver is not None and solver not in ("milp", "greedy"):
+            raise InputError("--solver", "", f"expected milp or greedy, got {solver!r}")
+        limit = None
+        if time_limit is not None:
+            try:
+                limit = parse_duration(time_limit)
+            except ValueError as exc:
+                raise InputError("--time-limit", "", str(exc)) from None
+        snapshot = load_instance(instance)
+        plan = run_round(snapshot, RoundOptions(solver=solver, time_limit_s=limit))
+        if output is not None:
+            write_atomically(output, dump_plan(plan))
+        if json_out:
+            sys.stdout.write(dump_plan(plan))
+            return
+        from alloc.cli.render import render_solve
+
+        render_solve(out, str(instance), plan, summarize(round_context(snapshot), plan), depth)
+        if output is not None:
+            out.print(f"plan written to {output}")
+
+    _run(act)
+
+
+@app.command()
+def validate(
+    instance: Annotated[Path, typer.Argument(help="Instance YAML.")],
+    plan: Annotated[Path, typer.Argument(help="Plan JSON to check against the instance.")],
+) -> None:
+    """Check a plan against every invariant of the contract; exit 1 if any is broken."""
+    from alloc.solve.validate import validate as check
+
+    def act() -> None:
+        snapshot = load_instance(instance)
+        problems = check(snapshot, load_plan(plan))
+        if problems:
+            for p in problems:
+                out.print(f"[red]violation:[/] {p}", highlight=False)
+            raise typer.Exit(1)
+        out.print(f"{plan}: valid ({len(snapshot.workloads)} decisions, every invariant holds)")
+
+    _run(act)
+
+
+@app.command()
+def explain(
+    instance: Annotated[Path, typer.Argument(help="Instance YAML.")],
+    workload: Annotated[str, typer.Argument(help="Workload id.")],
+    plan: Annotated[Path | None, typer.Option(help="Explain this plan instead of solving.")] = None,
+    solver: Annotated[str | None, typer.Option(help="milp or greedy.")] = None,
+) -> None:
+    """Why a workload starts, waits or is preempted, and what would have to change."""
+    from alloc.explain import explain as explain_workload
+    from alloc.round import RoundOptions, run_round
+
+    def act() -> None:
+        snapshot = load_instance(instance)
+        if workload not in snapshot.by_id:
+            raise InputError(str(instance), "workloads", f"no workload with id {workload!r}")
+        chosen = load_plan(plan) if plan else run_round(snapshot, RoundOptions(solver=solver))
+        for line in explain_workload(snapshot, chosen, workload).lines():
+            out.print(line, highlight=False)
+
+    _run(act)
+
+
+@app.command()
+def generate(
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
+    hosts: Annotated[int, typer.Option(min=1, help="Hosts.")] = 128,
+    gpus_per_host: Annotated[int, typer.Option(min=1, help="GPUs per host.")] = 8,
+    hosts_per_block: Annotated[int, typer.Option(min=1, help="Hosts per network block.")] = 32,
+    levels: Annotated[
+        str, typer.Option(help="Budget nodes per level, e.g. 4,15,150.")
+    ] = "4,15,150",
+    depth: Annotated[int | None, typer.Option(min=1, help="Tree depth (with --width).")] = None,
+    width: Annotated[int | None, typer.Option(min=1, help="Children per node.")] = None,
+    demand: Annotated[float, typer.Option(min=0.0, help="Demand / ready GPUs.")] = 2.5,
+    sizes: Annotated[str | None, typer.Option(help="Size mix, e.g. 1:0.5,8:0.3,64:0.2.")] = None,
+    running: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of GPUs busy.")] = 0.9,
+    protected: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="Of running allocated work, the share still protected."
+        ),
+    ] = 0.5,
+    unallocated: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of workloads with minimum runtime 0.")
+    ] = 0.15,
+    unhealthy: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of hosts unhealthy.")
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
+) -> None:
+    """Generate a seeded instance shaped like a research lab."""
+    from alloc.generate import DEFAULT_SIZES, GeneratorSpec
+    from alloc.generate import generate as make
+    from alloc.io import dump_instance
+
+    def act() -> None:
+        try:
+            tree = tuple(int(x) for x in levels.split(","))
+            if depth is not None or width is not None:
+                if depth is None or width is None:
+                    raise ValueError("--depth and --width go together")
+                tree = tuple(width**k for k in range(1, depth + 1))
+            mix = dict(DEFAULT_SIZES)
+            if sizes:
+                mix = {int(k): float(v) for k, v in (p.split(":") for p in sizes.split(","))}
+            if any(n < 1 for n in tree) or any(g < 1 or p < 0 for g, p in mix.items()):
+                raise ValueError("levels and sizes are positive")
+        except ValueError as exc:
+            raise InputError("alloc generate", "", f"bad option: {exc}") from None
+        spec = GeneratorSpec(
+            hosts=hosts,
+            gpus_per_host=gpus_per_host,
+            hosts_per_block=hosts_per_block,
+            levels=tree,
+            demand=demand,
+            sizes=mix,
+            running=running,
+            protected=protected,
+            unallocated=unallocated,
+            unhealthy=unhealthy,
+            seed=seed,
+        )
+        header = "generated by: alloc " + " ".join(sys.argv[1:]) if sys.argv else ""
+        text = dump_instance(make(spec), header)
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_atomically(output, text)
+            err.print(f"instance written to {output}")
+
+    _run(act)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the instance file."""
+    sys.stdout.write(json.dumps(json_schema(), indent=1) + "\n")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
