@@ -10,9 +10,9 @@ import difflib
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from alloc.domain import (
     BudgetNode,
@@ -68,7 +68,9 @@ def snapshot_from_dict(data: dict[str, Any], report: _Reporter | None = None) ->
     try:
         raw = InstanceIn.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        # A typo (`gpu:`) also makes the intended field missing; name the typo, on its line.
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         raise report.error(tuple(first["loc"]), _pydantic_message(first)) from None
     policy = policy_from(raw.policy)
     cluster = _cluster(raw.cluster, report)
@@ -92,7 +94,9 @@ def _pydantic_message(error: Any) -> str:
     if kind == "missing":
         return "required field is missing"
     if kind == "extra_forbidden":
-        return "unknown field (see `alloc schema` for the fields an instance has)"
+        close = difflib.get_close_matches(str(error["loc"][-1]), _fields_at(error["loc"]), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"unknown field{hint} (see `alloc schema` for the fields an instance has)"
     message = error["msg"]
     if message.startswith("Value error, "):
         return message.removeprefix("Value error, ")
@@ -110,6 +114,25 @@ def _pydantic_message(error: Any) -> str:
     ):
         return f"{message[0].lower()}{message[1:]} (got {given!r})"
     return message
+
+
+def _fields_at(loc: tuple[object, ...]) -> list[str]:
+    """The field names of the model that holds the field at `loc` (for "did you mean")."""
+    model: Any = InstanceIn
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            return []
+        annotation: Any = fields[part].annotation
+        while not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            args = [a for a in get_args(annotation) if a is not type(None)]
+            if not args:
+                return []
+            annotation = args[-1]  # list[X] -> X, dict[K, X] -> X, X | None -> X
+        model = annotation
+    return list(getattr(model, "model_fields", {}))
 
 
 def policy_from(raw: PolicyIn) -> Policy:

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from alloc.io.errors import InputError
+from alloc.io.errors import InputError, field_path
 
 
 class _Loader(yaml.SafeLoader):
@@ -37,6 +37,13 @@ def read_yaml(text: str, file: str) -> tuple[Any, dict[tuple[object, ...], int]]
     loader = _Loader(text)
     try:
         data = loader.construct_document(node)
+    except yaml.YAMLError as exc:  # e.g. an unknown tag such as !!python/object
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(file, "", f"not valid YAML: {problem}", line) from None
+    except Exception as exc:  # noqa: BLE001 - a tagged value its constructor rejects (!!int abc)
+        raise InputError(file, "", f"not valid YAML: {exc}") from None
     finally:
         loader.dispose()
     return data, lines
@@ -49,6 +56,13 @@ def _index(
     if isinstance(node, yaml.MappingNode):
         seen: set[object] = set()
         for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                raise InputError(
+                    file,
+                    field_path(path),
+                    "a key must be a plain name, not a list or a mapping",
+                    key.start_mark.line + 1,
+                )
             name = key.value
             if name in seen:
                 raise InputError(
@@ -63,8 +77,6 @@ def _index(
 
 
 def _join(path: tuple[object, ...], name: object) -> str:
-    from alloc.io.errors import field_path
-
     return field_path((*path, name))
 
 

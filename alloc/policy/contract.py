@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from alloc.domain import (
+    HOUR_S,
     Action,
     HostName,
     HostState,
@@ -86,6 +87,15 @@ def standing(snapshot: Snapshot, workload: Workload) -> Standing:
 
 def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:
     return MappingProxyType({w.id: standing(snapshot, w) for w in snapshot.workloads})
+
+
+def lost_hours_per_gpu(snapshot: Snapshot, w: Workload) -> float:
+    """Work a preemption destroys: everything for non-resumable work, else the expected loss
+    since the last checkpoint (half the checkpoint interval, at most what it ran)."""
+    ran_h = w.running_seconds(snapshot.now) / HOUR_S
+    if not w.resumable:
+        return ran_h
+    return min(ran_h, snapshot.policy.checkpoint_interval_s / 2 / HOUR_S)
 
 
 def draining_hosts(snapshot: Snapshot) -> tuple[HostName, ...]:

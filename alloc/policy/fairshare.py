@@ -33,7 +33,7 @@ from alloc.domain import (
     WorkloadId,
     path_prefixes,
 )
-from alloc.policy.contract import Standing, is_funded
+from alloc.policy.contract import Standing, is_funded, lost_hours_per_gpu
 
 
 def aggregate_usage(
@@ -55,9 +55,11 @@ def ratio(usage_gpu_hours: float, effective: float, capacity_gpu_hours: float) -
     return usage_gpu_hours / denominator
 
 
-def leaf_order_key(w: Workload) -> tuple[int, float, str]:
-    """Inside one budget leaf: higher priority first, then earlier submission, then id."""
-    return (-w.priority, w.submitted.timestamp(), w.id)
+def leaf_order_key(w: Workload, lost_hours: float = 0.0) -> tuple[int, bool, float, float, str]:
+    """Inside one budget leaf: higher priority first; at equal priority running work before
+    queued work, the running work with most at stake (`lost_hours` a preemption would destroy)
+    first; then earlier submission, then id (models/round.md 2.2)."""
+    return (-w.priority, not w.running, -lost_hours, w.submitted.timestamp(), w.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,10 @@ class _ProjectedTree:
         self.queues: dict[BudgetPath, deque[Workload]] = {}
         self.remaining: dict[BudgetPath, int] = defaultdict(int)
         self.heaps: dict[BudgetPath, list[tuple[float, str, BudgetPath]]] = {}
+        self.snapshot = snapshot
+
+    def lost(self, w: Workload) -> float:
+        return lost_hours_per_gpu(self.snapshot, w) if w.running else 0.0
 
     def ratio(self, path: BudgetPath) -> float:
         return ratio(self.projected[path], self.tree.effective[path], self.capacity)
@@ -107,7 +113,7 @@ class _ProjectedTree:
             assert w.budget
             by_leaf[w.budget].append(w)
         for leaf, work in by_leaf.items():
-            self.queues[leaf] = deque(sorted(work, key=leaf_order_key))
+            self.queues[leaf] = deque(sorted(work, key=lambda w: leaf_order_key(w, self.lost(w))))
             for prefix in (ROOT_PATH, *path_prefixes(leaf)):
                 self.remaining[prefix] += len(work)
         for parent in list(self.remaining):

@@ -14,8 +14,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from alloc.domain import HOUR_S, Occupancy, Snapshot, WorkloadId
-from alloc.policy.contract import Standing
+from alloc.domain import Occupancy, Snapshot, WorkloadId
+from alloc.policy.contract import Standing, lost_hours_per_gpu
 from alloc.policy.fairshare import FairShare
 
 # (4.1) value per GPU held after the round, by tier; the rank spread orders work inside a tier.
@@ -55,16 +55,6 @@ class Weights:
     preempt_cost: Mapping[WorkloadId, float]  # paid when optional running work is preempted
 
 
-def lost_hours_per_gpu(snapshot: Snapshot, standing: Standing) -> float:
-    """Work a preemption destroys: everything for non-resumable work, else the expected loss
-    since the last checkpoint (half the checkpoint interval, at most what it ran)."""
-    w = standing.workload
-    ran_h = w.running_seconds(snapshot.now) / HOUR_S
-    if not w.resumable:
-        return ran_h
-    return min(ran_h, snapshot.policy.checkpoint_interval_s / 2 / HOUR_S)
-
-
 def weights(
     snapshot: Snapshot, standings: Mapping[WorkloadId, Standing], share: FairShare
 ) -> Weights:
@@ -94,7 +84,7 @@ def weights(
             tier[wid], value[wid] = Tier.PROTECTED, 0.0
         if not s.optional_running:
             continue
-        lost = min(1.0, lost_hours_per_gpu(snapshot, s) / LOST_WORK_SATURATION_H)
+        lost = min(1.0, lost_hours_per_gpu(snapshot, s.workload) / LOST_WORK_SATURATION_H)
         g = s.workload.gpus
         if s.occupancy is Occupancy.ALLOCATED:
             cost[wid] = g * (ALLOCATED_PREEMPT_FIXED + ALLOCATED_PREEMPT_LOST * lost)

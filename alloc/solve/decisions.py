@@ -77,7 +77,8 @@ class _WaitReasons:
         top = self.top_waiting.get((s.workload.budget, s.occupancy), s.workload.priority)
         if top > s.workload.priority and self._fits(shape, False):
             return Reason.PRIORITY  # fits, but may not start ahead of its node's higher priority
-        if ctx.tier(wid) is Tier.OVER:
+        if ctx.tier(wid) is Tier.OVER and ctx.share.grant_ratios[wid][-1] >= 1.0 - 1e-9:
+            # Counting what its node was granted before its turn, it already has its share.
             return Reason.OVER_ALLOCATION
         return Reason.NO_ROOM
 
