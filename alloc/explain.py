@@ -20,6 +20,7 @@ from alloc.domain import (
     WorkloadId,
     path_prefixes,
 )
+from alloc.io.durations import format_time
 from alloc.policy.weights import Tier
 from alloc.solve.context import RoundContext, round_context
 
@@ -89,9 +90,9 @@ def explain(snapshot: Snapshot, plan: Plan, workload: str) -> Explanation:
     )
     if w.started is not None:
         ran = (snapshot.now - w.started).total_seconds() / HOUR_S
-        e.facts.append(f"running since {w.started.isoformat()} ({ran:.2f} h)")
+        e.facts.append(f"running since {format_time(w.started)} ({ran:.2f} h)")
     if d.protected_until is not None:
-        e.facts.append(f"protected until {d.protected_until.isoformat()}")
+        e.facts.append(f"protected until {format_time(d.protected_until)}")
     if w.budget:
         e.path = _path(ctx, w.budget)
     e.why = _why(ctx, plan, wid, d)
@@ -242,7 +243,7 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
     when = _earliest(ctx, plan, wid)
     if when is not None and when > ctx.snapshot.now:
         out.append(
-            f"room of that shape frees at the earliest at {when.isoformat()}, when the "
+            f"room of that shape frees at the earliest at {format_time(when)}, when the "
             "protection of the work there ends"
         )
     elif when is not None:

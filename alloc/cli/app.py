@@ -16,6 +16,7 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from alloc.io import InputError, dump_plan, json_schema, load_instance, load_plan
 from alloc.io.durations import parse_duration
@@ -36,14 +37,16 @@ def _run(action: Callable[[], T]) -> T:
     try:
         return action()
     except InputError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except typer.Exit:
         raise
     except Exception as exc:  # noqa: BLE001 - the boundary of the program
         if os.environ.get("ALLOC_DEBUG"):
             raise
-        err.print(f"[red]internal error:[/] {type(exc).__name__}: {exc}", highlight=False)
+        err.print(
+            f"[red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}", highlight=False
+        )
         raise typer.Exit(1) from None
 
 
@@ -98,7 +101,7 @@ def solve(
 
         render_solve(out, str(instance), plan, summarize(round_context(snapshot), plan), depth)
         if output is not None:
-            out.print(f"plan written to {output}")
+            out.print(f"plan written to {output}", markup=False)
 
     _run(act)
 
@@ -116,9 +119,12 @@ def validate(
         problems = check(snapshot, load_plan(plan))
         if problems:
             for p in problems:
-                out.print(f"[red]violation:[/] {p}", highlight=False)
+                out.print(f"[red]violation:[/] {escape(p)}", highlight=False)
             raise typer.Exit(1)
-        out.print(f"{plan}: valid ({len(snapshot.workloads)} decisions, every invariant holds)")
+        out.print(
+            f"{plan}: valid ({len(snapshot.workloads)} decisions, every invariant holds)",
+            markup=False,
+        )
 
     _run(act)
 
@@ -140,7 +146,7 @@ def explain(
             raise InputError(str(instance), "workloads", f"no workload with id {workload!r}")
         chosen = load_plan(plan) if plan else run_round(snapshot, RoundOptions(solver=solver))
         for line in explain_workload(snapshot, chosen, workload).lines():
-            out.print(line, highlight=False)
+            out.print(line, highlight=False, markup=False)
 
     _run(act)
 
@@ -179,19 +185,12 @@ def generate(
     from alloc.io import dump_instance
 
     def act() -> None:
-        try:
-            tree = tuple(int(x) for x in levels.split(","))
-            if depth is not None or width is not None:
-                if depth is None or width is None:
-                    raise ValueError("--depth and --width go together")
-                tree = tuple(width**k for k in range(1, depth + 1))
-            mix = dict(DEFAULT_SIZES)
-            if sizes:
-                mix = {int(k): float(v) for k, v in (p.split(":") for p in sizes.split(","))}
-            if any(n < 1 for n in tree) or any(g < 1 or p < 0 for g, p in mix.items()):
-                raise ValueError("levels and sizes are positive")
-        except ValueError as exc:
-            raise InputError("alloc generate", "", f"bad option: {exc}") from None
+        tree = _parse_levels(levels)
+        if depth is not None or width is not None:
+            if depth is None or width is None:
+                raise InputError("alloc generate", "--depth", "--depth and --width go together")
+            tree = tuple(width**k for k in range(1, depth + 1))
+        mix = _parse_sizes(sizes) if sizes else dict(DEFAULT_SIZES)
         spec = GeneratorSpec(
             hosts=hosts,
             gpus_per_host=gpus_per_host,
@@ -211,9 +210,35 @@ def generate(
             sys.stdout.write(text)
         else:
             write_atomically(output, text)
-            err.print(f"instance written to {output}")
+            err.print(f"instance written to {output}", markup=False)
 
     _run(act)
+
+
+def _parse_levels(text: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        levels = ()
+    if not levels or any(n < 1 for n in levels):
+        raise InputError(
+            "alloc generate", "--levels", f"expected positive counts such as 4,15,150, got {text!r}"
+        )
+    return levels
+
+
+def _parse_sizes(text: str) -> dict[int, float]:
+    try:
+        mix = {int(k): float(v) for k, v in (p.split(":") for p in text.split(","))}
+    except ValueError:
+        mix = {}
+    if not mix or any(g < 1 or p < 0 for g, p in mix.items()) or sum(mix.values()) <= 0:
+        raise InputError(
+            "alloc generate",
+            "--sizes",
+            f"expected GPUs:weight pairs such as 1:0.5,8:0.3,64:0.2, got {text!r}",
+        )
+    return mix
 
 
 @app.command()

@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from alloc.domain import Plan
+from alloc.io.durations import format_time
 from alloc.summary import Summary
 
 
@@ -22,7 +24,7 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     gap = "-" if r.gap is None else f"{r.gap:.3%}"
     bound = "-" if r.bound is None else f"{r.bound:,.2f}"
     console.print(
-        f"[bold]{source}[/] at {plan.now.isoformat()}: solver [bold]{r.solver}[/] "
+        f"[bold]{escape(source)}[/] at {format_time(plan.now)}: solver [bold]{r.solver}[/] "
         f"status [bold]{r.status}[/], objective {r.objective:,.2f}, bound {bound}, gap {gap}, "
         f"solver {r.solve_seconds:.3f} s, round {m.get('round_seconds', 0.0):.3f} s"
     )
@@ -52,7 +54,7 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     for row in summary.nodes:
         if row.depth == 0 or row.depth > depth:
             continue
-        name = "  " * (row.depth - 1) + row.path.rsplit("/", 1)[-1]
+        name = "  " * (row.depth - 1) + escape(row.path.rsplit("/", 1)[-1])
         nodes.add_row(
             name,
             f"{row.effective:.1%}",

@@ -28,6 +28,7 @@ from alloc.domain import (
     Workload,
     WorkloadId,
 )
+from alloc.io.durations import format_time
 from alloc.io.errors import InputError, field_path
 from alloc.io.schema import BudgetIn, ClusterIn, InstanceIn, PolicyIn, WorkloadIn
 from alloc.io.yaml_source import line_of, read_yaml
@@ -285,7 +286,9 @@ def _workload(
         )
     submitted = w.submitted or now
     if submitted > now:
-        raise report.error((*loc, "submitted"), f"{submitted.isoformat()} is after now")
+        raise report.error(
+            (*loc, "submitted"), f"{format_time(submitted)} is after now ({format_time(now)})"
+        )
     hosts: dict[HostName, int] = {}
     if (w.started is None) != (w.hosts is None):
         missing = "hosts" if w.hosts is None else "started"
@@ -295,7 +298,7 @@ def _workload(
     if w.started is not None and w.hosts is not None:
         if w.started > now:
             raise report.error(
-                (*loc, "started"), f"{w.started.isoformat()} is after now ({now.isoformat()})"
+                (*loc, "started"), f"{format_time(w.started)} is after now ({format_time(now)})"
             )
         if w.submitted is not None and w.started < w.submitted:
             raise report.error((*loc, "started"), "it started before it was submitted")

@@ -8,6 +8,7 @@ violations found, each a sentence naming the workload or host; an empty list mea
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
@@ -39,11 +40,22 @@ def validate(snapshot: Snapshot, plan: Plan) -> list[str]:
             for h, g in d.hosts.items():
                 if h in hosts.index:
                     used[hosts.index[h]] += g
+                else:
+                    problems.append(f"{w.id}: holds GPUs on unknown host {h}")
     for i in np.flatnonzero(used > hosts.cap):
         problems.append(f"host {hosts.names[i]}: {used[i]} GPUs given, it has {hosts.cap[i]} (1)")
-    problems += _unallocated_yields(snapshot, hosts, plan, used, st)
-    problems += _priority_order(snapshot, hosts, plan, used)
-    problems += _drains(snapshot, hosts, plan, used)
+    # The cross-decision checks read only decisions about known workloads on known hosts.
+    sound = replace(
+        plan,
+        decisions=tuple(
+            d
+            for d in plan.decisions
+            if d.workload in snapshot.by_id and all(h in hosts.index for h in d.hosts)
+        ),
+    )
+    problems += _unallocated_yields(snapshot, hosts, sound, used, st)
+    problems += _priority_order(snapshot, hosts, sound, used)
+    problems += _drains(snapshot, hosts, sound, used)
     return problems
 
 
@@ -75,6 +87,8 @@ def _decision_problems(snapshot, hosts, w, d, s) -> list[str]:  # type: ignore[n
             out.append(f"{name}: protected_until {d.protected_until}, expected {want}")
     if d.action is Action.START:
         out += _start_shape(hosts, w, d)
+    if d.action.holds_gpus and any(g <= 0 for g in d.hosts.values()):
+        out.append(f"{name}: holds a non-positive number of GPUs on a host")
     return out
 
 

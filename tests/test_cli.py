@@ -1,0 +1,274 @@
+"""The `alloc` command line: solve, validate, explain, generate and schema keep the contract of
+SPEC.md (plan format, exit codes 0 / 1 / 2, nothing written on bad input)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import ago, host, instance, solve_checked, workload
+from typer.testing import CliRunner
+
+from alloc.cli.app import app
+from alloc.io import load_instance
+
+PLAN_KEYS = {
+    "now",
+    "solver",
+    "status",
+    "objective",
+    "bound",
+    "gap",
+    "solve_seconds",
+    "decisions",
+    "drained_hosts",
+    "metrics",
+}
+
+
+def run(*args: str | Path) -> Any:
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Path:
+    """Two hosts of 8 GPUs: `keeper` runs protected on h1 (started 1h ago, minimum 2h), `queued`
+    waits for 8 GPUs of team b, `scratch` is unfunded work of 1 GPU."""
+    data = instance(
+        hosts=[host("h1"), host("h2")],
+        workloads=[
+            workload("keeper", 4, budget="a", hosts={"h1": 4}, started=ago(hours=1)),
+            workload("queued", 8, budget="b"),
+            workload("scratch", 1, budget=None, min_runtime="0s"),
+        ],
+    )
+    path = tmp_path / "lab.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def plan_json(lab: Path, *options: str) -> dict[str, Any]:
+    result = run("solve", lab, "--json", *options)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def decision(plan: dict[str, Any], workload_id: str) -> dict[str, Any]:
+    return next(d for d in plan["decisions"] if d["workload"] == workload_id)
+
+
+def write_plan(path: Path, plan: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    return path
+
+
+# solve and validate
+
+
+def test_a_plan_written_by_solve_is_accepted_by_validate(lab, tmp_path):
+    out = tmp_path / "plan.json"
+    solved = run("solve", lab, "-o", out)
+    assert solved.exit_code == 0, solved.output
+    assert out.exists()
+    checked = run("validate", lab, out)
+    assert checked.exit_code == 0, checked.output
+    assert "valid" in checked.stdout
+
+
+def test_solve_of_a_bad_instance_exits_2_and_writes_no_plan(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(instance(workloads=[workload("w", 0)])), encoding="utf-8")
+    out = tmp_path / "out.json"
+    result = run("solve", bad, "-o", out)
+    assert result.exit_code == 2
+    assert "workloads[0].gpus" in result.stderr
+    assert not out.exists()
+
+
+def test_validate_rejects_a_plan_that_preempts_a_protected_workload(lab, tmp_path):
+    plan = plan_json(lab)
+    assert decision(plan, "keeper")["action"] == "keep"
+    keeper = decision(plan, "keeper")
+    keeper.update(action="preempt", reason="make_room")
+    keeper.pop("hosts", None)
+    keeper.pop("protected_until", None)
+    result = run("validate", lab, write_plan(tmp_path / "tampered.json", plan))
+    assert result.exit_code == 1, result.output
+    assert "violation" in result.stdout
+    assert "keeper" in result.stdout
+
+
+def test_validate_rejects_a_plan_that_starts_work_on_a_full_host(lab, tmp_path):
+    plan = plan_json(lab)
+    queued = decision(plan, "queued")
+    assert queued["action"] == "start"
+    queued["hosts"] = {"h1": 8}  # keeper already holds 4 of h1's 8 GPUs
+    result = run("validate", lab, write_plan(tmp_path / "tampered.json", plan))
+    assert result.exit_code == 1, result.output
+    assert "violation" in result.stdout
+    assert "h1" in result.stdout
+
+
+def test_validate_of_a_plan_that_is_not_json_exits_2(lab, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    result = run("validate", lab, broken)
+    assert result.exit_code == 2
+    assert str(broken) in result.stderr
+
+
+@pytest.mark.parametrize("solver", ["milp", "greedy"])
+def test_solve_accepts_either_solver(lab, tmp_path, solver):
+    out = tmp_path / "plan.json"
+    result = run("solve", lab, "--solver", solver, "-o", out)
+    assert result.exit_code == 0, result.output
+    plan = json.loads(out.read_text())
+    assert plan["solver"] == solver
+    assert run("validate", lab, out).exit_code == 0
+
+
+def test_solve_with_an_unknown_solver_exits_2_and_writes_no_plan(lab, tmp_path):
+    out = tmp_path / "plan.json"
+    result = run("solve", lab, "--solver", "foo", "-o", out)
+    assert result.exit_code == 2
+    assert "--solver" in result.stderr
+    assert "foo" in result.stderr
+    assert not out.exists()
+
+
+def test_solve_accepts_a_time_limit_given_as_a_duration(lab):
+    assert run("solve", lab, "--time-limit", "5s").exit_code == 0
+
+
+def test_solve_with_a_malformed_time_limit_exits_2_and_writes_no_plan(lab, tmp_path):
+    out = tmp_path / "plan.json"
+    result = run("solve", lab, "--time-limit", "xyz", "-o", out)
+    assert result.exit_code == 2
+    assert "--time-limit" in result.stderr
+    assert not out.exists()
+
+
+def test_solve_json_prints_the_plan_in_the_spec_format(lab):
+    plan = plan_json(lab)
+    assert set(plan) >= PLAN_KEYS
+    assert plan["now"] == "2026-11-30T12:00:00Z"
+    assert plan["status"] in ("optimal", "feasible", "fallback")
+    assert sorted(d["workload"] for d in plan["decisions"]) == ["keeper", "queued", "scratch"]
+    for d in plan["decisions"]:
+        assert d["action"] in ("start", "keep", "preempt", "wait")
+        assert ("hosts" in d) == (d["action"] in ("start", "keep"))
+        assert "reason" in d
+    assert {"occupancy", "allocated_occupancy", "unallocated_occupancy"} <= set(plan["metrics"])
+
+
+def test_solve_json_with_an_output_file_writes_the_same_plan(lab, tmp_path):
+    out = tmp_path / "plan.json"
+    result = run("solve", lab, "--json", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == json.loads(out.read_text())
+
+
+# explain
+
+
+def test_explain_names_the_workload_its_action_and_reason(lab, tmp_path):
+    plan = plan_json(lab)
+    path = write_plan(tmp_path / "plan.json", plan)
+    for d in plan["decisions"]:
+        result = run("explain", lab, d["workload"], "--plan", path)
+        assert result.exit_code == 0, result.output
+        first = result.stdout.splitlines()[0]
+        assert d["workload"] in first
+        assert d["action"] in first
+        assert d["reason"] in first
+
+
+def test_explain_solves_when_no_plan_is_given(lab):
+    result = run("explain", lab, "queued")
+    assert result.exit_code == 0, result.output
+    assert "queued" in result.stdout
+    assert "start" in result.stdout
+
+
+def test_explain_of_an_unknown_workload_exits_2(lab):
+    result = run("explain", lab, "nope")
+    assert result.exit_code == 2
+    assert "'nope'" in result.stderr
+    assert "Traceback" not in result.output
+
+
+# schema
+
+
+def test_schema_prints_a_json_schema_of_the_instance():
+    result = run("schema")
+    assert result.exit_code == 0
+    schema = json.loads(result.stdout)
+    assert "workloads" in schema["properties"]
+    assert {"now", "cluster", "budgets"} <= set(schema["required"])
+
+
+# generate (through a real process: the file's header records the command line)
+
+
+def generate(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    folder.mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "alloc.cli.app", "generate", *options],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+GENERATE = ("--hosts", "16", "--levels", "2,4", "--seed", "3", "-o", "g.yaml")
+
+
+def test_generate_writes_an_instance_that_loads_and_solves(tmp_path):
+    result = generate(tmp_path, *GENERATE)
+    assert result.returncode == 0, result.stderr
+    snapshot = load_instance(tmp_path / "g.yaml")
+    assert len(snapshot.cluster.hosts) == 16
+    plan = solve_checked(snapshot, "milp")
+    assert len(plan.decisions) == len(snapshot.workloads)
+    assert run("solve", tmp_path / "g.yaml", "--solver", "greedy").exit_code == 0
+
+
+def test_generate_with_the_same_seed_writes_the_same_bytes(tmp_path):
+    first, second = tmp_path / "one", tmp_path / "two"
+    assert generate(first, *GENERATE).returncode == 0
+    assert generate(second, *GENERATE).returncode == 0
+    assert (first / "g.yaml").read_bytes() == (second / "g.yaml").read_bytes()
+
+
+def test_generate_with_another_seed_writes_another_instance(tmp_path):
+    first, second = tmp_path / "one", tmp_path / "two"
+    assert generate(first, *GENERATE).returncode == 0
+    other = tuple("4" if a == "3" else a for a in GENERATE)
+    assert generate(second, *other).returncode == 0
+    assert (first / "g.yaml").read_text() != (second / "g.yaml").read_text()
+
+
+def test_generate_with_malformed_levels_exits_2_and_writes_nothing(tmp_path):
+    result = run("generate", "--levels", "2,x", "-o", tmp_path / "g.yaml")
+    assert result.exit_code == 2
+    assert "--levels" in result.stderr  # the field of a command line is its option
+    assert not (tmp_path / "g.yaml").exists()
+
+
+def test_the_module_runs_as_a_program_with_exit_2_on_bad_input(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "alloc.cli.app", "solve", str(tmp_path / "nope.yaml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "no such file" in result.stderr
+    assert "Traceback" not in result.stderr
