@@ -67,7 +67,10 @@ def run_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Plan:
     if solver == "greedy":
         return _checked(snapshot, fallback_plan, None)
     backend = options.backend or snapshot.policy.backend
-    outcome = solve_milp(ctx, warm, warm_value, deadline, backend)
+    # Leave time after the solver for decoding, repair and validation (each about a greedy
+    # round's work), so that the whole round keeps within the limit.
+    reserve = min(0.25 * limit, 2 * greedy_seconds + 0.02)
+    outcome = solve_milp(ctx, warm, warm_value, deadline - reserve, backend)
     if outcome.load is None:
         return _checked(snapshot, _renote(fallback_plan, outcome.note), None)
     assert outcome.objective is not None

@@ -2,7 +2,7 @@
 
 1. The LP relaxation (GLOP) bounds every plan and shows where the greedy plan is already
    right: integer variables whose LP value equals their greedy value.
-2. Those are fixed and the much smaller rest is solved exactly (a RINS neighbourhood,
+2. Those are fixed and the much smaller rest is solved to a tight gap (a RINS neighbourhood,
    warm-started from the greedy plan).
 3. If time remains and the gap to the LP bound is still above the policy's, the whole model is
    solved from that incumbent until the time limit.
@@ -25,6 +25,7 @@ from alloc.solve.repair import complete
 from alloc.solve.score import objective
 
 INTEGRAL = 1e-6
+NEIGHBOURHOOD_GAP = 1e-4
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ def solve_milp(
         fixed: np.ndarray | None = None,
         warm: np.ndarray | None = None,
         relax: bool = False,
+        gap: float = policy.mip_gap,
     ) -> BackendResult:
         remaining = deadline - time.perf_counter()
         return solve(
@@ -58,7 +60,7 @@ def solve_milp(
             time_limit_s=max(0.01, remaining),
             threads=policy.threads,
             seed=policy.seed,
-            gap=policy.mip_gap,
+            gap=gap,
             hint=warm,
             fixed=fixed,
             relax=relax,
@@ -74,7 +76,9 @@ def solve_milp(
     bound = lp.objective
     integer = rm.model.vectors()[3]
     agree = integer & (np.abs(lp.values - start) < INTEGRAL)
-    best = run(backend, warm=start, fixed=agree)
+    # The neighbourhood is small: solve it to a tight gap whatever the policy's stopping gap,
+    # else a warm start already within that gap would be returned unchanged.
+    best = run(backend, warm=start, fixed=agree, gap=min(policy.mip_gap, NEIGHBOURHOOD_GAP))
     seconds += best.seconds
     values = best.values if best.values is not None else start
     load, value = _decoded(ctx, rm, values, warm, warm_objective)

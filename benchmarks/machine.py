@@ -1,0 +1,61 @@
+"""The machine and the software a benchmark ran on, for the header of RESULTS.md."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+
+def _cmd(*args: str) -> str:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def _ram_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 1024 / 1024
+    except OSError:
+        pass
+    return None
+
+
+def _ortools_version() -> str:
+    try:
+        import ortools
+
+        return str(ortools.__version__)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - reported, not fatal
+        return "?"
+
+
+def machine(repo: Path) -> dict[str, Any]:
+    dirty = _cmd("git", "-C", str(repo), "status", "--porcelain", "--", "alloc")
+    return {
+        "date": _cmd("date"),
+        "uname": _cmd("uname", "-a"),
+        "cpu_model": _cpu_model(),
+        "cores": os.cpu_count(),
+        "ram_gib": _ram_gib(),
+        "python": platform.python_version(),
+        "ortools": _ortools_version(),
+        "git_commit": _cmd("git", "-C", str(repo), "rev-parse", "--short", "HEAD"),
+        "alloc_dirty": bool(dirty),
+        "loadavg_start": os.getloadavg(),
+    }
