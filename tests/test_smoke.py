@@ -1,4 +1,4 @@
-from conftest import actions, host, instance, solve_checked, workload
+from conftest import actions, instance, solve_checked, workload
 
 
 def test_a_single_queued_workload_starts_on_an_empty_cluster(solver):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from alloc.domain import Occupancy, Topology, WorkloadId
+from alloc.domain import Occupancy, WorkloadId
 from alloc.policy.weights import SPREAD_COST_PER_BLOCK
 from alloc.solve.arrays import INF, ArrayModel
 from alloc.solve.context import RoundContext
@@ -303,27 +303,34 @@ def _precedence(ctx: RoundContext, rm: RoundModel) -> None:
         if len({ctx.standings[w].workload.priority for w in members}) < 2:
             continue
         for a in members:
-            wa = ctx.standings[a].workload
-            sa = ctx.shapes[a]
-            ahead = []
-            for b in members:
-                wb = ctx.standings[b].workload
-                sb = ctx.shapes[b]
-                if wb.priority <= wa.priority or wb.gpus > wa.gpus:
-                    continue
-                if np.any(sa.allowed & ~sb.allowed) and sb.single == sa.single:
-                    continue
-                if not sb.single and (
-                    sb.block
-                    and not sa.block
-                    or wb.topology is Topology.BLOCK
-                    and wa.topology is Topology.ANY
-                ):
-                    continue
-                if sb.single and not sa.single and np.any(sa.allowed & ~sb.allowed):
-                    continue
-                ahead.append(rm.y[b])
+            pa = ctx.standings[a].workload.priority
+            ahead = [
+                rm.y[b]
+                for b in members
+                if ctx.standings[b].workload.priority > pa and fits_in_place(ctx, b, a)
+            ]
             if ahead:
                 row = mdl.rows("(6) priority inside a budget node", 1, -INF, 0.0)
                 mdl.terms(row, np.array([rm.y[a]]), float(len(ahead)))
                 mdl.terms(np.full(len(ahead), row[0]), np.array(ahead), -1.0)
+
+
+def fits_in_place(ctx: RoundContext, b: WorkloadId, a: WorkloadId) -> bool:
+    """Whether `b` fits wherever `a` could be placed, whatever else is free (models/round.md
+    1.2): `b` is no larger, accepts every GPU type `a` may get, and its shape fits `a`'s."""
+    sa, sb = ctx.shapes[a], ctx.shapes[b]
+    if sb.gpus > sa.gpus or np.any(sa.types & ~sb.types):
+        return False
+    if sa.single:
+        return sb.single  # b's host is a's host, large enough for a and so for b
+    if not sb.single:
+        # Whole hosts of one size either way; a gang inside one block fits only in a's place
+        # if a's place is inside one block too.
+        return not sb.block or sa.block
+    hosts = ctx.hosts
+    caps = [
+        c
+        for c in np.unique(hosts.cap[sa.allowed]).tolist()
+        if np.count_nonzero(sa.allowed & (hosts.cap == c)) >= sa.hosts_needed(c)
+    ]
+    return bool(caps) and min(caps) >= sb.gpus

@@ -1,6 +1,7 @@
 """Passes that every solver's answer goes through before it becomes a plan (models/round.md, 7).
 
-They only ever add value: fill idle GPUs that queued work can use, let waiting allocated work
+They only ever add value: keep preempted work whose GPUs end up free, fill idle GPUs that
+queued work can use, let waiting allocated work
 displace unallocated work (invariant 4), and swap a started workload for a waiting one of
 higher priority in the same budget node that fits in its place (invariant 6). Each pass is a
 fixed point of the next, so a solver's answer that already keeps the invariants passes through
@@ -22,12 +23,27 @@ MAX_PASSES = 20
 
 def complete(ctx: RoundContext, load: Load) -> Load:
     for _ in range(MAX_PASSES):
-        changed = fill(ctx, load)
+        changed = restore(ctx, load)
+        changed |= fill(ctx, load)
         changed |= displace_unallocated(ctx, load)
         changed |= priority_swaps(ctx, load)
         if not changed:
             break
     return load
+
+
+def restore(ctx: RoundContext, load: Load) -> bool:
+    """Keep running work that a solver preempted although its GPUs end the round free."""
+    changed = False
+    free = load.free()
+    for wid in ctx.order:
+        if load.holds(wid) or not ctx.standings[wid].optional_running:
+            continue
+        placement = ctx.running_placement(wid)
+        if all(free[h] >= g for h, g in placement.items()):
+            ctx.hold(load, wid, placement)
+            changed = True
+    return changed
 
 
 def fill(ctx: RoundContext, load: Load) -> bool:
