@@ -297,11 +297,16 @@ def test_every_plan_is_valid_and_decides_every_workload_once(solver: str, data: 
 
 @PROPERTY
 @given(data=instances())
-def test_the_milp_objective_is_never_below_the_greedy_one(data: dict) -> None:
+def test_the_milp_objective_is_never_below_the_greedy_one_nor_above_its_bound(data: dict) -> None:
     snapshot = snapshot_of(data)
     with _saved_on_failure("objective", data):
-        milp = _solve(snapshot, "milp").report.objective
+        report = _solve(snapshot, "milp").report
+        milp = report.objective
         greedy = _solve(snapshot, "greedy").report.objective
+        if report.bound is not None:
+            assert report.bound >= milp - 1e-6 * max(1.0, abs(milp)), (
+                f"the MILP's bound {report.bound} is below its own objective {milp}"
+            )
         assert milp >= greedy - 1e-6 * max(1.0, abs(greedy)), (
             f"MILP objective {milp} is below the greedy objective {greedy}"
         )

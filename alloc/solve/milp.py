@@ -6,6 +6,8 @@
    warm-started from the greedy plan).
 3. If time remains and the gap to the LP bound is still above the policy's, the whole model is
    solved from that incumbent until the time limit.
+0. Before any model: a fractional-knapsack bound (O(n log n)); a greedy plan within the gap of
+   it is the answer.
 Every plan is decoded onto hosts and repaired; the answer is never worse than the greedy plan.
 """
 
@@ -22,7 +24,7 @@ from alloc.solve.milp_backend import LP_BACKEND, BackendResult, solve
 from alloc.solve.milp_decode import decode, hint
 from alloc.solve.milp_model import RoundModel, build_model
 from alloc.solve.repair import complete
-from alloc.solve.score import objective
+from alloc.solve.score import compaction_costs, objective
 
 INTEGRAL = 1e-6
 NEIGHBOURHOOD_GAP = 1e-4
@@ -42,6 +44,16 @@ def solve_milp(
     ctx: RoundContext, warm: Load, warm_objective: float, deadline: float, backend: str
 ) -> Outcome:
     policy = ctx.snapshot.policy
+    quick = knapsack_bound(ctx)
+    if _gap(quick, warm_objective) <= policy.mip_gap:
+        return Outcome(
+            warm,
+            "optimal",
+            warm_objective,
+            quick,
+            0.0,
+            "the greedy plan is within the gap of the knapsack bound",
+        )
     rm = build_model(ctx)
     start = hint(ctx, rm, warm)
 
@@ -95,6 +107,70 @@ def solve_milp(
     status = "optimal" if gap <= policy.mip_gap else "feasible"
     note = "" if value > warm_objective + 1e-9 else "the greedy plan was not improved"
     return Outcome(load, status, value, bound, seconds, note)
+
+
+def knapsack_bound(ctx: RoundContext) -> float:
+    """(5.4, step 0) A bound in O(n log n): the fractional knapsack of every candidate's value
+    per GPU held (less the least compaction cost it could pay) into the ready GPUs that
+    protected work leaves, ignoring placement. When the greedy plan is already this close, no
+    model is built."""
+    hosts = ctx.hosts
+    capacity = float(np.sum(np.where(hosts.ready, hosts.cap - ctx.fixed_used, 0).clip(min=0)))
+    wts = ctx.weights
+    least = _least_compaction(ctx)
+    items = []
+    for wid in ctx.order:
+        shape = ctx.shapes[wid]
+        w = ctx.standings[wid].workload
+        cost = 0.0
+        if w.running:
+            held = float(sum(g for h, g in w.hosts.items() if hosts.ready[hosts.index[h]]))
+        else:
+            held, cost = least[id(shape)]
+        value = wts.hold_value[wid] + wts.preempt_cost.get(wid, 0.0) - cost
+        if value > 0:
+            items.append((value / max(held, 1e-9), held))
+    items.sort(reverse=True)
+    total = -sum(wts.preempt_cost.values())
+    for per_gpu, held in items:
+        if capacity <= 0:
+            break
+        take = min(held, capacity)
+        total += per_gpu * take
+        capacity -= take
+    return total
+
+
+def _least_compaction(ctx: RoundContext) -> dict[int, tuple[float, float]]:
+    """Per request shape: the fewest GPUs it can hold and the least compaction cost it can pay
+    (4.3), whatever the other decisions (costs are priced at the start of the round)."""
+    hosts = ctx.hosts
+    small, whole = compaction_costs(ctx)
+    room = ctx.start_free() + ctx.optional_used
+    takeable = hosts.ready & (ctx.fixed_used == 0)
+    out: dict[int, tuple[float, float]] = {}
+    for shape in {id(s): s for s in ctx.shapes.values()}.values():
+        options = []
+        if shape.single:
+            part = shape.allowed & (hosts.cap > shape.gpus) & (room >= shape.gpus)
+            if part.any():
+                options.append((float(shape.gpus), shape.gpus * float(small[part].min())))
+            full = shape.allowed & (hosts.cap == shape.gpus) & takeable
+            if full.any():
+                options.append((float(shape.gpus), shape.gpus * float(whole[full].min())))
+        else:
+            for c in np.unique(hosts.cap[shape.allowed]).tolist():
+                ok = shape.allowed & (hosts.cap == c) & takeable
+                if ok.any():
+                    held = float(shape.hosts_needed(c) * c)
+                    options.append((held, held * float(whole[ok].min())))
+        # Fewest GPUs and least cost, each over every option: a valid lower bound on both.
+        out[id(shape)] = (
+            (min(o[0] for o in options), min(o[1] for o in options))
+            if options
+            else (float(shape.gpus), 0.0)
+        )
+    return out
 
 
 def _decoded(
