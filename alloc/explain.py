@@ -35,14 +35,11 @@ REASON_TEXT = {
     Reason.UNALLOCATED_DISPLACED: "it is unallocated work and allocated work needed its GPUs",
     Reason.REBALANCED: "it is past its minimum runtime and its budget node is beyond its "
     "entitlement, so it yields to work that is entitled",
-    Reason.MAKE_ROOM: "it is past its minimum runtime and was preempted, with others, to make "
-    "room for a gang worth more",
     Reason.HOST_DRAINING: "its host is draining (unhealthy or retired) and its protection is over",
     Reason.HOST_MAINTENANCE: "its host went into maintenance under it",
     Reason.NO_ROOM: "no place fits it this round",
     Reason.TOPOLOGY: "there are enough free GPUs, but not inside one network block",
-    Reason.GPU_TYPE: "no ready host has the GPU type it asks for",
-    Reason.PRIORITY: "a workload of its own budget node with higher priority waits for room",
+    Reason.GPU_TYPE: "no host in the cluster has the GPU type it asks for",
     Reason.TOO_LARGE: "it is larger than anything the ready cluster can ever give it",
 }
 
@@ -69,8 +66,10 @@ class Explanation:
         return out
 
 
-def explain(snapshot: Snapshot, plan: Plan, workload: str) -> Explanation:
-    ctx = round_context(snapshot)
+def explain(
+    snapshot: Snapshot, plan: Plan, workload: str, ctx: RoundContext | None = None
+) -> Explanation:
+    ctx = ctx or round_context(snapshot)
     wid = WorkloadId(workload)
     d = plan.decision(wid)
     w = snapshot.by_id[wid]
@@ -78,7 +77,8 @@ def explain(snapshot: Snapshot, plan: Plan, workload: str) -> Explanation:
     where = f" on {_hosts(d)}" if d.action.holds_gpus else ""
     e = Explanation(f"{wid}: {d.action.value}{where} ({d.reason.value}): {REASON_TEXT[d.reason]}.")
     e.facts.append(
-        f"{w.gpus} GPUs, minimum runtime {w.min_runtime_s / HOUR_S:g} h, "
+        f"{w.gpus} GPU{'s' if w.gpus != 1 else ''}, "
+        f"minimum runtime {w.min_runtime_s / HOUR_S:g} h, "
         f"{'resumable' if w.resumable else 'not resumable'}, priority {w.priority}, "
         f"topology {w.topology.value}" + (f", GPU type {w.gpu_type}" if w.gpu_type else "")
     )
@@ -122,19 +122,21 @@ def _path(ctx: RoundContext, budget: str) -> list[str]:
         parent = p.rsplit("/", 1)[0] if "/" in p else ""
         siblings = sorted(tree.children(parent), key=lambda c: share.ratios[c])  # type: ignore
         rank = siblings.index(p) + 1
-        others = ", ".join(
-            f"{c.rsplit('/', 1)[-1]} {_ratio(share.ratios[c])}" for c in siblings if c != p
-        )
+        # The siblings just ahead of it and just behind it (lower ratio goes first).
+        near = [c for c in siblings[max(0, rank - 4) : rank + 2] if c != p]
+        others = ", ".join(f"{c.rsplit('/', 1)[-1]} {_ratio(share.ratios[c])}" for c in near)
+        if len(siblings) - 1 > len(near):
+            others += f"; {len(siblings) - 1 - len(near)} more"
         lines.append(
             f"{p}: share {tree.node(p).share:.1%} of its parent, effective "
             f"{tree.effective_allocation(p):.2%}, usage {share.usage_gpu_hours[p]:,.0f} GPU-h, "
             f"ratio {_ratio(share.ratios[p])}, {rank} of {len(siblings)} among its siblings"
             + (f" ({others})" if others else "")
         )
+        alone = tree.effective_allocation(p) * ctx.snapshot.cluster.ready_gpus
         lines.append(
             f"  entitled to {share.entitlement_gpus.get(p, 0)} GPUs this round "
-            f"(owed {tree.effective_allocation(p) * ctx.snapshot.cluster.ready_gpus:.0f} "
-            "by its allocation alone)"
+            f"(its allocation alone: {alone:.0f})"
         )
     return lines
 
@@ -166,7 +168,10 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
         )
         at = ctx.share.grant_ratios.get(wid)
         if at:
-            out.append("projected ratios when its turn came: " + ", ".join(_ratio(r) for r in at))
+            out.append(
+                "projected ratios when its turn came (window usage plus this round's grants "
+                "before it, top level first): " + ", ".join(_ratio(r) for r in at)
+            )
     if w.budget and d.occupancy is Occupancy.ALLOCATED:
         held = _held_by_node(plan, snapshot, w.budget)
         out.append(
@@ -183,16 +188,6 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
         taken = _taken_by(plan, snapshot, wid)
         if taken:
             out.append("its GPUs go to: " + ", ".join(taken))
-    if d.reason is Reason.PRIORITY:
-        ahead = [
-            o.id
-            for o in snapshot.workloads
-            if o.budget == w.budget
-            and not o.running
-            and o.priority > w.priority
-            and plan.decision(o.id).action is Action.WAIT
-        ]
-        out.append("waiting ahead of it in its node: " + ", ".join(ahead[:10]))
     return out
 
 
@@ -241,15 +236,16 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
         best = int(per_block.max()) if shape.block else int(whole.sum())
         out.append(f"{need} whole free hosts {scope}; the best it has now is {best}")
     when = _earliest(ctx, plan, wid)
-    if when is not None and when > ctx.snapshot.now:
+    if when is not None:
         out.append(
             f"room of that shape frees at the earliest at {format_time(when)}, when the "
-            "protection of the work there ends"
+            "protection of the work there ends (work still entitled then keeps running)"
         )
-    elif when is not None:
+    else:
         out.append(
-            "the GPUs it would need are held by work past its protection that ranks "
-            "ahead of it this round; it starts when that work ends or falls behind it"
+            "every place of that shape is held, at least in part, by work past its protection "
+            "that ranks ahead of it this round: it starts when such work ends, or when its "
+            "own node moves ahead in the fair-share order"
         )
     if d.reason is Reason.OVER_ALLOCATION and w.budget:
         out.append(
@@ -262,16 +258,20 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
 
 
 def _earliest(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> datetime | None:
-    """The soonest time at which held GPUs leave protection so that the workload could fit."""
+    """The soonest time at which protection ends on enough hosts for the workload to fit; None
+    when every place it could have is held, at least in part, by work without an end in sight
+    (past its protection but ranked ahead of it this round, or unallocated)."""
     snapshot = ctx.snapshot
     shape = ctx.shapes[wid]
     hosts = ctx.hosts
-    release = np.zeros(hosts.count)  # seconds until all work on the host is unprotected
+    release = np.zeros(hosts.count)  # seconds until every holder on the host may yield
     for d in plan.decisions:
         if not d.action.holds_gpus:
             continue
-        until = d.protected_until if d.protected_until else snapshot.now
-        wait = max(0.0, (until - snapshot.now).total_seconds())
+        if d.protected_until is not None and d.protected_until > snapshot.now:
+            wait = (d.protected_until - snapshot.now).total_seconds()
+        else:
+            wait = math.inf
         for h in d.hosts:
             i = hosts.index[h]
             release[i] = max(release[i], wait)
@@ -282,7 +282,7 @@ def _earliest(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> datetime | None
         seconds = float(release[candidates].min())
     else:
         need = shape.hosts_needed(int(hosts.cap[candidates].max()))
-        best = math.inf
+        seconds = math.inf
         groups = (
             [
                 candidates[hosts.block_of[candidates] == b]
@@ -293,8 +293,7 @@ def _earliest(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> datetime | None
         )
         for group in groups:
             if len(group) >= need:
-                best = min(best, float(np.sort(release[group])[need - 1]))
-        if math.isinf(best):
-            return None
-        seconds = best
+                seconds = min(seconds, float(np.sort(release[group])[need - 1]))
+    if math.isinf(seconds):
+        return None
     return snapshot.now + timedelta(seconds=seconds)

@@ -53,6 +53,7 @@ class GeneratorSpec:
     levels: tuple[int, ...] = (4, 15, 150)  # budget nodes per level below the root
     demand: float = 2.5  # total GPUs asked for (running + queued) / ready GPUs
     sizes: dict[int, float] = field(default_factory=lambda: dict(DEFAULT_SIZES))
+    cap_sizes: bool = True  # drop sizes above a quarter of the ready GPUs
     running: float = 0.9  # fraction of ready GPUs held by running work
     protected: float = 0.5  # of running allocated work, the fraction inside its minimum runtime
     unallocated: float = 0.15  # fraction of workloads with minimum runtime 0
@@ -78,8 +79,10 @@ def generate(spec: GeneratorSpec, policy: Policy | None = None) -> Snapshot:
         )
         for leaf in leaves
     }
-    largest = max(1, cluster.ready_gpus // 4)
-    sizes = {g: p for g, p in spec.sizes.items() if g <= largest} or {1: 1.0}
+    sizes = spec.sizes
+    if spec.cap_sizes:  # keep every workload within a quarter of the cluster
+        largest = max(1, cluster.ready_gpus // 4)
+        sizes = {g: p for g, p in spec.sizes.items() if g <= largest} or {1: 1.0}
     weights = [tree.effective_allocation(leaf) for leaf in leaves]
     workloads: list[Workload] = []
     packer = _Packer(cluster, spec.gpus_per_host)

@@ -4,14 +4,14 @@ exactly this function; no clock, I/O or global state below it (STYLE.md habit 1)
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from alloc.domain import Plan, Snapshot, SolverReport
 from alloc.solve.context import RoundContext, round_context
 from alloc.solve.decisions import decisions, drained_hosts, occupancy_metrics
 from alloc.solve.greedy import greedy
 from alloc.solve.load import Load
-from alloc.solve.milp import solve_milp
+from alloc.solve.milp import Outcome, solve_milp
 from alloc.solve.repair import complete
 from alloc.solve.score import objective
 from alloc.solve.validate import validate
@@ -32,10 +32,19 @@ class RoundOptions:
     solver: str | None = None  # None: the snapshot's policy decides
     time_limit_s: float | None = None
     backend: str | None = None  # None: the snapshot's policy decides
-    extra_metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundResult:
+    plan: Plan
+    context: RoundContext  # what the round saw: fair share, tiers, host arrays (for reports)
 
 
 def run_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Plan:
+    return solve_round(snapshot, options).plan
+
+
+def solve_round(snapshot: Snapshot, options: RoundOptions | None = None) -> RoundResult:
     options = options or RoundOptions()
     solver = options.solver or snapshot.policy.solver
     if solver not in SOLVERS:
@@ -44,50 +53,51 @@ def run_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Plan:
         options.time_limit_s if options.time_limit_s is not None else snapshot.policy.time_limit_s
     )
     started = time.perf_counter()
-    deadline = started + limit
     ctx = round_context(snapshot)
     warm = complete(ctx, greedy(ctx))
     warm_value = objective(ctx, warm)
     greedy_seconds = time.perf_counter() - started
-    fallback_plan = _plan(
-        ctx,
-        warm,
-        SolverReport(
-            "greedy",
-            "fallback",
-            warm_value,
-            None,
-            None,
-            greedy_seconds,
-            "" if solver == "greedy" else "greedy answered",
-        ),
-        greedy_seconds,
-        greedy_seconds,
-    )
+
+    def greedy_report(note: str) -> SolverReport:
+        return SolverReport("greedy", "fallback", warm_value, None, None, greedy_seconds, note)
+
+    def plan_of(load: Load, report: SolverReport) -> Plan:
+        return _plan(ctx, load, report, greedy_seconds, time.perf_counter() - started)
+
     if solver == "greedy":
-        return _checked(snapshot, fallback_plan, None)
-    backend = options.backend or snapshot.policy.backend
-    # Leave time after the solver for decoding, repair and validation (each about a greedy
-    # round's work), so that the whole round keeps within the limit.
-    reserve = min(0.25 * limit, 2 * greedy_seconds + 0.02)
-    outcome = solve_milp(ctx, warm, warm_value, deadline - reserve, backend)
-    if outcome.load is None:
-        return _checked(snapshot, _renote(fallback_plan, outcome.note), None)
+        plan = plan_of(warm, greedy_report(""))
+    else:
+        # Leave time after the solver for decoding, repair and validation (each about a greedy
+        # round's work), so that the whole round keeps within the limit.
+        reserve = min(0.25 * limit, 2 * greedy_seconds + 0.02)
+        backend = options.backend or snapshot.policy.backend
+        outcome = solve_milp(ctx, warm, warm_value, started + limit - reserve, backend)
+        if outcome.load is None:
+            plan = plan_of(warm, greedy_report(outcome.note or "greedy answered"))
+        else:
+            plan = plan_of(outcome.load, _milp_report(outcome))
+    problems = validate(snapshot, plan)
+    if problems and plan.report.solver == "milp":
+        note = f"MILP plan failed validation ({problems[0]}); greedy answered"
+        plan = plan_of(warm, greedy_report(note))
+        problems = validate(snapshot, plan)
+    if problems:
+        raise InvalidPlanError(problems)
+    return RoundResult(plan, ctx)
+
+
+def _milp_report(outcome: Outcome) -> SolverReport:
     assert outcome.objective is not None
-    gap = None
-    if outcome.bound is not None:
-        gap = max(0.0, outcome.bound - outcome.objective) / max(abs(outcome.bound), 1e-9)
-    report = SolverReport(
-        "milp",
-        outcome.status,
-        outcome.objective,
-        outcome.bound,
-        gap,
-        outcome.solver_seconds,
-        outcome.note,
-    )
-    plan = _plan(ctx, outcome.load, report, greedy_seconds, time.perf_counter() - started)
-    return _checked(snapshot, plan, fallback_plan)
+    status, bound, gap, note = outcome.status, outcome.bound, None, outcome.note
+    if bound is not None:
+        if bound < outcome.objective - 1e-6 * max(1.0, abs(outcome.objective)):
+            # A plan better than the model's bound: the model is not a relaxation of the rules
+            # the plan keeps. Say so instead of reporting a gap of zero.
+            note = f"bound {bound:.6g} below the plan's objective: bound discarded"
+            status, bound = "feasible", None
+        else:
+            gap = max(0.0, bound - outcome.objective) / max(abs(bound), 1e-9)
+    return SolverReport("milp", status, outcome.objective, bound, gap, outcome.solver_seconds, note)
 
 
 def _plan(
@@ -103,19 +113,3 @@ def _plan(
         drained_hosts=drained_hosts(ctx, load),
         metrics=metrics,
     )
-
-
-def _renote(plan: Plan, note: str) -> Plan:
-    r = plan.report
-    report = SolverReport(r.solver, r.status, r.objective, r.bound, r.gap, r.solve_seconds, note)
-    return Plan(plan.now, report, plan.decisions, plan.drained_hosts, plan.metrics)
-
-
-def _checked(snapshot: Snapshot, plan: Plan, fallback: Plan | None) -> Plan:
-    problems = validate(snapshot, plan)
-    if not problems:
-        return plan
-    if fallback is not None:
-        note = f"MILP plan failed validation ({problems[0]}); greedy answered"
-        return _checked(snapshot, _renote(fallback, note), None)
-    raise InvalidPlanError(problems)

@@ -14,8 +14,9 @@ from alloc.solve.context import RoundContext
 class NodeRow:
     path: BudgetPath
     depth: int
+    share: float  # fraction of the parent's share
     effective: float  # fraction of the cluster's time
-    owed_gpus: float  # effective allocation x ready GPUs
+    owed_gpus: float  # effective allocation x ready GPUs, capped at its demand (SPEC's "owed")
     entitled_gpus: int  # this round's entitlement (protected + entitled work)
     demand_gpus: int  # allocated work running or queued
     assigned_gpus: int  # allocated GPUs held after the round
@@ -58,8 +59,9 @@ def summarize(ctx: RoundContext, plan: Plan) -> Summary:
         NodeRow(
             path=p,
             depth=len(path_prefixes(p)),
+            share=tree.node(p).share,
             effective=tree.effective_allocation(p),
-            owed_gpus=tree.effective_allocation(p) * ready,
+            owed_gpus=min(tree.effective_allocation(p) * ready, demand[p]),
             entitled_gpus=ctx.share.entitlement_gpus.get(p, 0),
             demand_gpus=demand[p],
             assigned_gpus=assigned[p],

@@ -4,6 +4,7 @@ SPEC.md (plan format, exit codes 0 / 1 / 2, nothing written on bad input)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,7 +95,7 @@ def test_validate_rejects_a_plan_that_preempts_a_protected_workload(lab, tmp_pat
     plan = plan_json(lab)
     assert decision(plan, "keeper")["action"] == "keep"
     keeper = decision(plan, "keeper")
-    keeper.update(action="preempt", reason="make_room")
+    keeper.update(action="preempt", reason="rebalanced")
     keeper.pop("hosts", None)
     keeper.pop("protected_until", None)
     result = run("validate", lab, write_plan(tmp_path / "tampered.json", plan))
@@ -272,3 +273,36 @@ def test_the_module_runs_as_a_program_with_exit_2_on_bad_input(tmp_path):
     assert result.returncode == 2
     assert "no such file" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_explain_with_a_plan_of_another_instance_exits_2(lab, tmp_path):
+    other = tmp_path / "other.json"
+    plan = plan_json(lab)
+    plan["decisions"][0]["workload"] = "someone-else"
+    write_plan(other, plan)
+    result = run("explain", lab, "queued", "--plan", other)
+    assert result.exit_code == 2
+    assert "another instance" in result.stderr
+
+
+def test_validate_of_a_plan_for_another_instance_exits_2(lab, tmp_path):
+    plan = plan_json(lab)
+    plan["decisions"][0]["workload"] = "someone-else"
+    result = run("validate", lab, write_plan(tmp_path / "p.json", plan))
+    assert result.exit_code == 2
+    assert "decisions" in result.stderr
+
+
+def test_files_written_follow_the_umask_like_any_other_file(lab, tmp_path):
+    out = tmp_path / "plan.json"
+    assert run("solve", lab, "-o", out).exit_code == 0
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_generate_with_fewer_nodes_at_a_deeper_level_exits_2(tmp_path):
+    result = run("generate", "--levels", "4,2", "-o", tmp_path / "g.yaml")
+    assert result.exit_code == 2
+    assert "--levels" in result.stderr
+    assert not (tmp_path / "g.yaml").exists()

@@ -123,6 +123,38 @@ FIELD_ERRORS = [
         id="grandchild shares over 100 percent are refused at their own parent",
     ),
     pytest.param(
+        text_of(instance(budgets=shares(("a", 0.5), ("b", "40%")))),
+        "budgets.children[0].share",
+        ["ambiguous", "50%", "0.5%"],
+        id="a bare share between 0 and 1 is refused as ambiguous",
+    ),
+    pytest.param(
+        text_of(instance(budgets={**shares(("a", "50%")), "share": "50%"})),
+        "budgets.share",
+        ["root is the whole cluster"],
+        id="a share on the root is refused",
+    ),
+    pytest.param(
+        text_of(instance(usage={"a": 10, "/a": 5})),
+        "usage['/a']",
+        ["given twice"],
+        id="usage for one node given twice is refused",
+    ),
+    pytest.param(
+        text_of({**instance(), "now": "9999-12-31T00:00:00Z"}),
+        "now",
+        ["out of range"],
+        id="a time near the end of the calendar is refused",
+    ),
+    pytest.param(
+        text_of(
+            instance(workloads=[{k: v for k, v in workload("w", 2).items() if k != "min_runtime"}])
+        ),
+        "workloads[0].min_runtime",
+        ["required"],
+        id="a workload must declare its minimum runtime",
+    ),
+    pytest.param(
         text_of(instance(budgets=shares(("a", "150%")))),
         "budgets.children[0].share",
         ["between 0% and 100%"],

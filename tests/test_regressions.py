@@ -18,3 +18,58 @@ def test_a_preempted_run_is_kept_when_its_gpus_end_the_round_free(solver):
     plan = solve_checked(load_instance(HERE / "needless-preemption.yaml"), solver)
     assert plan.decision("w00").action is Action.KEEP
     assert plan.decision("w20").action is Action.START
+
+
+def test_a_gang_gets_hosts_of_one_gpu_type(solver):
+    # Found in review: a 16-GPU job without gpu_type started on one h100 and one a100 host.
+    plan = solve_checked(load_instance(HERE / "mixed-type-gang.yaml"), solver)
+    d = plan.decision("gang")
+    assert (d.action.value, d.reason.value) == ("wait", "too_large")
+
+
+def test_the_packing_rows_never_cut_off_a_real_packing():
+    # Found in review: jobs of 3 and 4 GPUs share an 8-GPU host, yet the old packing row allowed
+    # sizes >= 3 only 6 GPUs per host, so the bound fell below the plan (reported "gap 0").
+    plan = solve_checked(load_instance(HERE / "packing-bound.yaml"), "milp")
+    assert plan.report.bound is not None
+    assert plan.report.bound >= plan.report.objective - 1e-9
+    assert all(d.action is Action.START for d in plan.decisions)
+
+
+def test_entitled_work_displaces_a_larger_job_beyond_its_entitlement(solver):
+    # Found in review: an under-served team's 1-GPU job waited behind an over-served team's
+    # 8-GPU job past its minimum runtime, because the 8 GPUs were worth more.
+    plan = solve_checked(load_instance(HERE / "entitled-small-vs-over-big.yaml"), solver)
+    assert plan.decision("a-small").action is Action.START
+    assert plan.decision("b-big").reason.value == "rebalanced"
+    if solver == "milp":
+        assert plan.report.status == "optimal"
+
+
+def test_running_work_inside_its_entitlement_keeps_running(solver):
+    # Found in review: the MILP preempted an entitled 2-GPU run to start an 8-GPU job.
+    plan = solve_checked(load_instance(HERE / "entitled-churn.yaml"), solver)
+    assert plan.decision("running").action is Action.KEEP
+    assert plan.decision("bigger").action is Action.WAIT
+
+
+def test_displacement_picks_the_cheapest_victim_not_a_spread_gang(solver):
+    # Found in review: the greedy preempted a 200-GPU gang (cheap per host) to start one GPU.
+    plan = solve_checked(load_instance(HERE / "greedy-preempts-gang.yaml"), solver)
+    assert plan.decision("big-gang").action is Action.KEEP
+    preempted = [d.workload for d in plan.decisions if d.action is Action.PREEMPT]
+    assert len(preempted) == 1
+    assert plan.metrics["occupancy"] == 1.0
+
+
+def test_a_job_uses_smaller_ready_hosts_when_the_large_one_is_down(solver):
+    # Found in review: with the only 8-GPU host unhealthy, an 8-GPU job waited as too_large
+    # beside two empty 4-GPU hosts.
+    plan = solve_checked(load_instance(HERE / "big-host-unhealthy.yaml"), solver)
+    assert plan.decision("job").action is Action.START
+    assert len(plan.decision("job").hosts) == 2
+
+
+def test_with_every_host_down_work_waits_for_room_not_for_a_gpu_type(solver):
+    plan = solve_checked(load_instance(HERE / "all-unhealthy.yaml"), solver)
+    assert plan.decision("q").reason.value == "no_room"

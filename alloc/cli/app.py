@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from alloc.domain import Plan, Snapshot
 from alloc.io import InputError, dump_plan, json_schema, load_instance, load_plan
 from alloc.io.durations import parse_duration
 
@@ -55,6 +56,9 @@ def write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # as open() would create it, not mkstemp's owner-only
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -77,8 +81,7 @@ def solve(
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan JSON instead.")] = False,
 ) -> None:
     """Solve one round and print its summary (and write the plan with -o)."""
-    from alloc.round import RoundOptions, run_round
-    from alloc.solve.context import round_context
+    from alloc.round import RoundOptions, solve_round
     from alloc.summary import summarize
 
     def act() -> None:
@@ -91,7 +94,8 @@ def solve(
             except ValueError as exc:
                 raise InputError("--time-limit", "", str(exc)) from None
         snapshot = load_instance(instance)
-        plan = run_round(snapshot, RoundOptions(solver=solver, time_limit_s=limit))
+        result = solve_round(snapshot, RoundOptions(solver=solver, time_limit_s=limit))
+        plan = result.plan
         if output is not None:
             write_atomically(output, dump_plan(plan))
         if json_out:
@@ -99,7 +103,7 @@ def solve(
             return
         from alloc.cli.render import render_solve
 
-        render_solve(out, str(instance), plan, summarize(round_context(snapshot), plan), depth)
+        render_solve(out, str(instance), plan, summarize(result.context, plan), depth)
         if output is not None:
             out.print(f"plan written to {output}", markup=False)
 
@@ -116,7 +120,9 @@ def validate(
 
     def act() -> None:
         snapshot = load_instance(instance)
-        problems = check(snapshot, load_plan(plan))
+        loaded = load_plan(plan)
+        _same_instance(snapshot, loaded, plan)
+        problems = check(snapshot, loaded)
         if problems:
             for p in problems:
                 out.print(f"[red]violation:[/] {escape(p)}", highlight=False)
@@ -129,6 +135,19 @@ def validate(
     _run(act)
 
 
+def _same_instance(snapshot: Snapshot, plan: Plan, path: Path) -> None:
+    """A plan about workloads the instance lacks belongs to another instance: bad input."""
+    unknown = sorted({d.workload for d in plan.decisions} - set(snapshot.by_id))
+    if unknown:
+        raise InputError(
+            str(path),
+            "decisions",
+            f"{len(unknown)} decisions name workloads the "
+            f"instance does not have (e.g. {unknown[0]!r}): is this plan for "
+            "another instance?",
+        )
+
+
 @app.command()
 def explain(
     instance: Annotated[Path, typer.Argument(help="Instance YAML.")],
@@ -138,14 +157,21 @@ def explain(
 ) -> None:
     """Why a workload starts, waits or is preempted, and what would have to change."""
     from alloc.explain import explain as explain_workload
-    from alloc.round import RoundOptions, run_round
+    from alloc.round import RoundOptions, solve_round
 
     def act() -> None:
         snapshot = load_instance(instance)
         if workload not in snapshot.by_id:
             raise InputError(str(instance), "workloads", f"no workload with id {workload!r}")
-        chosen = load_plan(plan) if plan else run_round(snapshot, RoundOptions(solver=solver))
-        for line in explain_workload(snapshot, chosen, workload).lines():
+        if plan:
+            chosen, ctx = load_plan(plan), None
+            _same_instance(snapshot, chosen, plan)
+            if workload not in chosen.by_workload:
+                raise InputError(str(plan), "decisions", f"no decision for {workload!r}")
+        else:
+            result = solve_round(snapshot, RoundOptions(solver=solver))
+            chosen, ctx = result.plan, result.context
+        for line in explain_workload(snapshot, chosen, workload, ctx).lines():
             out.print(line, highlight=False, markup=False)
 
     _run(act)
@@ -191,6 +217,7 @@ def generate(
                 raise InputError("alloc generate", "--depth", "--depth and --width go together")
             tree = tuple(width**k for k in range(1, depth + 1))
         mix = _parse_sizes(sizes) if sizes else dict(DEFAULT_SIZES)
+        cap_sizes = sizes is None  # sizes given explicitly are used as given
         spec = GeneratorSpec(
             hosts=hosts,
             gpus_per_host=gpus_per_host,
@@ -203,6 +230,7 @@ def generate(
             unallocated=unallocated,
             unhealthy=unhealthy,
             seed=seed,
+            cap_sizes=cap_sizes,
         )
         header = "generated by: alloc " + " ".join(sys.argv[1:]) if sys.argv else ""
         text = dump_instance(make(spec), header)
@@ -220,9 +248,12 @@ def _parse_levels(text: str) -> tuple[int, ...]:
         levels = tuple(int(x) for x in text.split(","))
     except ValueError:
         levels = ()
-    if not levels or any(n < 1 for n in levels):
+    if not levels or any(n < 1 for n in levels) or list(levels) != sorted(levels):
         raise InputError(
-            "alloc generate", "--levels", f"expected positive counts such as 4,15,150, got {text!r}"
+            "alloc generate",
+            "--levels",
+            f"expected positive, non-decreasing counts of nodes per level such as 4,15,150 "
+            f"(every node has at least one child), got {text!r}",
         )
     return levels
 

@@ -29,7 +29,8 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
         f"solver {r.solve_seconds:.3f} s, round {m.get('round_seconds', 0.0):.3f} s"
     )
     if r.note:
-        console.print(f"[yellow]note:[/] {r.note}")
+        style = "yellow" if r.status == "fallback" else "dim"
+        console.print(f"[{style}]note: {escape(r.note)}[/]")
 
     actions = Table(title="Decisions", title_justify="left")
     for col in ("action", "reason", "workloads", "GPUs"):
@@ -42,7 +43,8 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     for col in (
         "node",
         "share",
-        "owed",
+        "of cluster",
+        "owed (capped at demand)",
         "entitled",
         "assigned",
         "unalloc.",
@@ -57,6 +59,7 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
         name = "  " * (row.depth - 1) + escape(row.path.rsplit("/", 1)[-1])
         nodes.add_row(
             name,
+            f"{row.share:.1%}",
             f"{row.effective:.1%}",
             f"{row.owed_gpus:.0f}",
             str(row.entitled_gpus),

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from alloc.domain.ids import ROOT_PATH, BudgetPath, join_path, path_prefixes
+from alloc.domain.ids import ROOT_PATH, BudgetPath, join_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +59,3 @@ class BudgetTree:
 
     def paths(self) -> Iterator[BudgetPath]:
         return iter(self.nodes)
-
-    def owners_of(self, path: BudgetPath) -> frozenset[str]:
-        """Owners of a node and of every ancestor (ownership is inherited down the tree)."""
-        owners = set(self.root.owners)
-        for prefix in path_prefixes(path):
-            owners.update(self.nodes[prefix].owners)
-        return frozenset(owners)

@@ -54,6 +54,3 @@ class Cluster:
     @property
     def installed_gpus(self) -> int:
         return sum(h.gpus for h in self.hosts)
-
-    def gpu_types(self) -> frozenset[str]:
-        return frozenset(h.gpu_type for h in self.hosts)

@@ -37,14 +37,12 @@ class Reason(StrEnum):
     # preempt
     UNALLOCATED_DISPLACED = "unallocated_displaced"  # allocated work needed its GPUs
     REBALANCED = "rebalanced"  # past its minimum runtime and over its entitlement
-    MAKE_ROOM = "make_room"  # coordinated preemption that makes room for a gang
     HOST_DRAINING = "host_draining"  # its host is unhealthy or retired
     HOST_MAINTENANCE = "host_maintenance"  # its host went to maintenance under it
     # wait
     NO_ROOM = "no_room"  # no place fits it this round
     TOPOLOGY = "topology"  # enough GPUs, but not inside one block
     GPU_TYPE = "gpu_type"  # no ready host of the requested type has room
-    PRIORITY = "priority"  # a higher-priority workload of its own budget node goes first
     TOO_LARGE = "too_large"  # larger than every ready place it could ever have
 
 

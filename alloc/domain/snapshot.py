@@ -57,7 +57,10 @@ class Snapshot:
 
     @property
     def window_capacity_gpu_hours(self) -> float:
-        """Ready GPU-hours of the lookback window: the denominator of every fair-share ratio."""
+        """Ready GPU-hours of the lookback window: the denominator of every fair-share ratio
+        (today's ready GPUs x the lookback; installed GPUs when none is ready, so that ratios
+        stay finite while the whole cluster is down)."""
         if self.usage_capacity_gpu_hours is not None:
             return self.usage_capacity_gpu_hours
-        return self.cluster.ready_gpus * self.policy.lookback_s / HOUR_S
+        gpus = self.cluster.ready_gpus or self.cluster.installed_gpus
+        return gpus * self.policy.lookback_s / HOUR_S

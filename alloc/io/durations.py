@@ -19,8 +19,8 @@ def parse_duration(value: object) -> float:
         seconds = float(value)
     elif isinstance(value, str) and _WHOLE.match(value.lower()):
         seconds = sum(float(n) * _UNITS[u] for n, u in _PART.findall(value.lower()))
-    elif isinstance(value, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*", value):
-        seconds = float(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*\d+(\.\d+)?([eE][+-]?\d+)?\s*", value):
+        seconds = float(value)  # seconds; YAML reads 1e9 as a string
     else:
         raise ValueError(f"expected a duration such as 90s, 15m, 8h or 7d, got {value!r}")
     if not math.isfinite(seconds) or seconds < 0:
@@ -50,6 +50,8 @@ def parse_time(value: object) -> datetime:
         raise ValueError(f"expected an ISO 8601 time such as 2026-11-30T12:00:00Z, got {value!r}")
     if parsed.tzinfo is None:
         raise ValueError(f"the time {value!r} has no zone; add one, e.g. Z or +01:00")
+    if not 1970 <= parsed.year <= 9000:
+        raise ValueError(f"the time {value!r} is out of range (years 1970 to 9000)")
     return parsed
 
 

@@ -98,22 +98,13 @@ def _pydantic_message(error: Any) -> str:
         close = difflib.get_close_matches(str(error["loc"][-1]), _fields_at(error["loc"]), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"unknown field{hint} (see `alloc schema` for the fields an instance has)"
-    message = error["msg"]
+    message = str(error["msg"])
     if message.startswith("Value error, "):
         return message.removeprefix("Value error, ")
-    if kind in (
-        "greater_than",
-        "greater_than_equal",
-        "less_than",
-        "less_than_equal",
-        "int_type",
-        "int_parsing",
-        "literal_error",
-        "string_type",
-        "float_type",
-        "bool_type",
-    ):
-        return f"{message[0].lower()}{message[1:]} (got {given!r})"
+    message = message[0].lower() + message[1:]
+    shown = repr(given)
+    if "input" in error and not isinstance(given, dict | list) and len(shown) <= 80:
+        return f"{message} (got {shown})"
     return message
 
 
@@ -209,16 +200,27 @@ def _budgets(raw: BudgetIn, report: _Reporter) -> BudgetTree:
                     (*loc, "children", i, "name"), f"{b.name} has two children named {child.name!r}"
                 )
             names[child.name] = i
-        total = sum(c.share for c in b.children)
+        shares = [1.0 if c.share is None else c.share for c in b.children]
+        total = sum(shares)
         if total > 1 + SHARE_TOLERANCE:
-            parts = " + ".join(f"{c.name} {c.share * 100:g}%" for c in b.children)
+            parts = " + ".join(
+                f"{c.name} {s * 100:g}%" for c, s in zip(b.children, shares, strict=True)
+            )
             raise report.error(
                 (*loc, "children"),
                 f"shares of {b.name}'s children sum to {total * 100:g}% ({parts}), more than 100%",
             )
-        children = tuple(node(c, (*loc, "children", i), c.share) for i, c in enumerate(b.children))
+        children = tuple(
+            node(c, (*loc, "children", i), s)
+            for i, (c, s) in enumerate(zip(b.children, shares, strict=True))
+        )
         return BudgetNode(b.name, share, tuple(b.owners), children)
 
+    if raw.share is not None and raw.share != 1.0:
+        raise report.error(
+            ("budgets", "share"),
+            "the root is the whole cluster: it has no share (give shares to its children)",
+        )
     return BudgetTree(node(raw, ("budgets",), 1.0))
 
 
@@ -235,7 +237,9 @@ def _usage(raw: dict[str, float], tree: BudgetTree, report: _Reporter) -> dict[B
         path = BudgetPath(key.strip("/"))
         if path not in tree or not path:
             raise report.error(("usage", key), _known_path(key, tree))
-        usage[path] = usage.get(path, 0.0) + hours
+        if path in usage:
+            raise report.error(("usage", key), f"usage for {path!r} is given twice")
+        usage[path] = hours
     return usage
 
 

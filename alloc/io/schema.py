@@ -15,7 +15,8 @@ from alloc.io.durations import parse_duration, parse_time
 
 
 def _share(value: object) -> float:
-    """A percentage of the parent's share: `35%` or `35` -> 0.35."""
+    """A percentage of the parent's share: `35%` or `35` -> 0.35. A bare number between 0 and 1
+    is refused as ambiguous (0.5 would be half a percent, not half)."""
     if isinstance(value, bool):
         raise ValueError(f"expected a percentage such as 35% or 35, got {value!r}")
     if isinstance(value, str):
@@ -26,6 +27,11 @@ def _share(value: object) -> float:
             raise ValueError(f"expected a percentage such as 35% or 35, got {value!r}") from None
     elif isinstance(value, int | float):
         number = float(value)
+        if 0 < number < 1:
+            raise ValueError(
+                f"ambiguous share {value!r}: write {number * 100:g}% for that "
+                f"fraction of the parent, or {number:g}% for that percentage"
+            )
     else:
         raise ValueError(f"expected a percentage such as 35% or 35, got {value!r}")
     if not 0 <= number <= 100:
@@ -62,6 +68,7 @@ Share = Annotated[
 ]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Gpus = Annotated[int, Field(gt=0, le=1_000_000, strict=True)]
+HostGpus = Annotated[int, Field(gt=0, le=4096, strict=True)]  # GPUs one host carries
 HostStateName = Literal["ready", "unhealthy", "retired", "maintenance"]
 
 
@@ -84,7 +91,7 @@ class PolicyIn(_Strict):
 
 class HostIn(_Strict):
     name: Name
-    gpus: Gpus
+    gpus: HostGpus
     gpu_type: Name = "gpu"
     block: Name | None = None
     rack: Name | None = None
@@ -95,7 +102,7 @@ class HostGroupIn(_Strict):
     prefix: Name
     first: Annotated[int, Field(ge=0, strict=True)] = 1
     count: Annotated[int, Field(gt=0, le=1_000_000, strict=True)]
-    gpus: Gpus
+    gpus: HostGpus
     gpu_type: Name = "gpu"
     hosts_per_block: Annotated[int, Field(gt=0, strict=True)] | None = None
     hosts_per_rack: Annotated[int, Field(gt=0, strict=True)] | None = None
@@ -112,7 +119,7 @@ class ClusterIn(_Strict):
 
 class BudgetIn(_Strict):
     name: Name
-    share: Share = Field(default=1.0, json_schema_extra={"default": "100%"})
+    share: Share | None = Field(default=None, json_schema_extra={"default": "100%"})
     owners: list[Name] = []
     children: list[BudgetIn] = []
 
@@ -121,7 +128,7 @@ class WorkloadIn(_Strict):
     id: Name
     budget: str | None = None
     gpus: Gpus
-    min_runtime: Duration = 0.0
+    min_runtime: Duration  # required: every workload declares one (0 = unallocated)
     resumable: bool = True
     priority: Annotated[int, Field(strict=True, ge=-1_000_000, le=1_000_000)] = 0
     topology: Literal["block", "any"] | None = None

@@ -52,7 +52,7 @@ def read_yaml(text: str, file: str) -> tuple[Any, dict[tuple[object, ...], int]]
 def _index(
     node: yaml.Node, path: tuple[object, ...], lines: dict[tuple[object, ...], int], file: str
 ) -> None:
-    lines[path] = node.start_mark.line + 1
+    lines.setdefault(path, node.start_mark.line + 1)  # a key's own line wins over its value's
     if isinstance(node, yaml.MappingNode):
         seen: set[object] = set()
         for key, value in node.value:

@@ -13,7 +13,6 @@ from types import MappingProxyType
 from alloc.domain import (
     HOUR_S,
     Action,
-    HostName,
     HostState,
     Occupancy,
     Reason,
@@ -96,7 +95,3 @@ def lost_hours_per_gpu(snapshot: Snapshot, w: Workload) -> float:
     if not w.resumable:
         return ran_h
     return min(ran_h, snapshot.policy.checkpoint_interval_s / 2 / HOUR_S)
-
-
-def draining_hosts(snapshot: Snapshot) -> tuple[HostName, ...]:
-    return tuple(h.name for h in snapshot.cluster.hosts if h.state.draining)

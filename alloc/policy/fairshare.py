@@ -69,7 +69,7 @@ class FairShare:
     ratios: Mapping[BudgetPath, float]  # over the window, before this round
     order: tuple[WorkloadId, ...]  # allocated candidates in fair-share order
     rank: Mapping[WorkloadId, int]
-    entitled: frozenset[WorkloadId]  # candidates inside the ready capacity (section 2.3)
+    entitled: frozenset[WorkloadId]  # candidates that fit the ready capacity in order (2.3)
     entitlement_gpus: Mapping[BudgetPath, int]  # protected + entitled GPUs per node
     grant_ratios: Mapping[WorkloadId, tuple[float, ...]]  # projected ratios along the path at grant
     unallocated_order: tuple[WorkloadId, ...]
@@ -190,12 +190,14 @@ def fair_share(
         w, at_grant = picked
         order.append(w.id)
         grant_ratios[w.id] = at_grant
-        if committed < ready_gpus:
+        if committed + w.gpus <= ready_gpus:
+            # It fits whole into what is left of the ready capacity: entitled. One that does
+            # not fit takes nothing, so the entitled work never exceeds the capacity.
             entitled.add(w.id)
+            committed += w.gpus
             assert w.budget
             for p in (ROOT_PATH, *path_prefixes(w.budget)):
                 entitlement[p] += w.gpus
-        committed += w.gpus
 
     unallocated = sorted(
         (

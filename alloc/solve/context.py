@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from alloc.domain import Occupancy, Snapshot, WorkloadId
+from alloc.domain import Snapshot, WorkloadId
 from alloc.policy.contract import Standing, standings
 from alloc.policy.fairshare import FairShare, fair_share
 from alloc.policy.weights import Tier, Weights, weights
@@ -87,7 +87,3 @@ def round_context(snapshot: Snapshot) -> RoundContext:
         fixed_used=fixed,
         optional_used=optional,
     )
-
-
-def is_allocated(ctx: RoundContext, workload: WorkloadId) -> bool:
-    return ctx.standings[workload].occupancy is Occupancy.ALLOCATED

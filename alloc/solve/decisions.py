@@ -30,7 +30,6 @@ def _preempt_reason(ctx: RoundContext, wid: WorkloadId) -> Reason:
     return {
         Tier.UNALLOCATED: Reason.UNALLOCATED_DISPLACED,
         Tier.OVER: Reason.REBALANCED,
-        Tier.ENTITLED: Reason.MAKE_ROOM,
     }[ctx.tier(wid)]
 
 
@@ -42,14 +41,6 @@ class _WaitReasons:
         self.ctx = ctx
         self.load = load
         self.fits: dict[tuple[int, bool], bool] = {}
-        self.top_waiting: dict[tuple[object, Occupancy], int] = {}
-        for wid in ctx.order:
-            s = ctx.standings[wid]
-            if not s.workload.running and not load.holds(wid):
-                key = (s.workload.budget, s.occupancy)
-                self.top_waiting[key] = max(
-                    self.top_waiting.get(key, s.workload.priority), s.workload.priority
-                )
 
     def _fits(self, shape: Shape, loose: bool, free: np.ndarray | None = None) -> bool:
         key = (id(shape), loose)
@@ -64,19 +55,17 @@ class _WaitReasons:
 
     def __call__(self, wid: WorkloadId) -> Reason:
         ctx = self.ctx
-        s = ctx.standings[wid]
         shape = ctx.shapes[wid]
         hosts = ctx.hosts
+        if not shape.types[hosts.type_of].any():
+            return Reason.GPU_TYPE  # no host of that type at all
         if not (shape.types[hosts.type_of] & hosts.ready).any():
-            return Reason.GPU_TYPE
+            return Reason.NO_ROOM  # hosts of that type exist, none is ready
         if wid not in ctx.placeable:
             empty = np.where(hosts.ready, hosts.cap, 0)
             return Reason.TOPOLOGY if self._fits(shape, True, empty) else Reason.TOO_LARGE
         if shape.block and self._fits(shape, True):
             return Reason.TOPOLOGY
-        top = self.top_waiting.get((s.workload.budget, s.occupancy), s.workload.priority)
-        if top > s.workload.priority and self._fits(shape, False):
-            return Reason.PRIORITY  # fits, but may not start ahead of its node's higher priority
         if ctx.tier(wid) is Tier.OVER and ctx.share.grant_ratios[wid][-1] >= 1.0 - 1e-9:
             # Counting what its node was granted before its turn, it already has its share.
             return Reason.OVER_ALLOCATION

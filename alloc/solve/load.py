@@ -27,7 +27,8 @@ class Load:
         self.on_host: defaultdict[int, set[WorkloadId]] = defaultdict(set)
         self.category: dict[WorkloadId, tuple[Hashable, float]] = {}
         self.reclaim: dict[Hashable, np.ndarray] = {}
-        self.reclaim_cost: dict[Hashable, np.ndarray] = {}
+        self.reclaim_cost: dict[Hashable, np.ndarray] = {}  # each victim's cost shared by host
+        self.reclaim_full: dict[Hashable, np.ndarray] = {}  # each victim's whole cost per host
         self.reclaim_total: dict[Hashable, int] = defaultdict(int)
         top = int(hosts.cap.max()) if hosts.count else 0
         self.histogram = np.zeros((len(hosts.types), top + 1), np.int64)  # [type, free] -> hosts
@@ -65,9 +66,11 @@ class Load:
             if category not in self.reclaim:
                 self.reclaim[category] = np.zeros(self.hosts.count, np.int64)
                 self.reclaim_cost[category] = np.zeros(self.hosts.count)
+                self.reclaim_full[category] = np.zeros(self.hosts.count)
             for h, g in placement.items():
                 self.reclaim[category][h] += g
                 self.reclaim_cost[category][h] += cost * g / total
+                self.reclaim_full[category][h] += cost
             self.reclaim_total[category] += total
 
     def release(self, workload: WorkloadId) -> Placement:
@@ -81,21 +84,27 @@ class Load:
             for h, g in placement.items():
                 self.reclaim[category][h] -= g
                 self.reclaim_cost[category][h] -= cost * g / total
+                self.reclaim_full[category][h] -= cost
             self.reclaim_total[category] -= total
         return placement
 
     def holds(self, workload: WorkloadId) -> bool:
         return workload in self.held
 
-    def displaceable(self, categories: Iterable[Hashable]) -> tuple[np.ndarray, np.ndarray, int]:
-        """GPUs and cost per host that displacing every holder of `categories` would free."""
+    def displaceable(
+        self, categories: Iterable[Hashable], whole: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """GPUs and cost per host that displacing every holder of `categories` would free; the
+        cost of a holder spread over several hosts is shared among them, or with `whole`
+        counted in full on each (what clearing one host alone costs)."""
         gpus = np.zeros(self.hosts.count, np.int64)
         cost = np.zeros(self.hosts.count)
         total = 0
+        costs = self.reclaim_full if whole else self.reclaim_cost
         for c in categories:
             if self.reclaim_total.get(c, 0) > 0:
                 gpus += self.reclaim[c]
-                cost += self.reclaim_cost[c]
+                cost += costs[c]
                 total += self.reclaim_total[c]
         return gpus, cost, total
 

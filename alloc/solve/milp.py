@@ -22,7 +22,7 @@ from alloc.solve.context import RoundContext
 from alloc.solve.load import Load
 from alloc.solve.milp_backend import LP_BACKEND, BackendResult, solve
 from alloc.solve.milp_decode import decode, hint
-from alloc.solve.milp_model import RoundModel, build_model
+from alloc.solve.milp_model import RoundModel, build_model, entitled_queued_gpus
 from alloc.solve.repair import complete
 from alloc.solve.score import compaction_costs, objective
 
@@ -54,7 +54,9 @@ def solve_milp(
             0.0,
             "the greedy plan is within the gap of the knapsack bound",
         )
-    rm = build_model(ctx)
+    if deadline - time.perf_counter() <= 0.01:
+        return Outcome(None, "fallback", None, None, 0.0, "time limit spent before the solve")
+    rm = build_model(ctx, entitled_queued_gpus(ctx, warm.held))
     start = hint(ctx, rm, warm)
 
     def run(

@@ -11,14 +11,16 @@ pool or block takes; `milp_decode` turns the counts into hosts.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from alloc.domain import Occupancy, WorkloadId
-from alloc.policy.weights import SPREAD_COST_PER_BLOCK
+from alloc.policy.weights import SPREAD_COST_PER_BLOCK, Tier
 from alloc.solve.arrays import INF, ArrayModel
 from alloc.solve.context import RoundContext
+from alloc.solve.problem import Shape
 from alloc.solve.score import compaction_costs
 
 
@@ -108,7 +110,9 @@ def request_classes(ctx: RoundContext) -> list[RequestClass]:
     ]
 
 
-def build_model(ctx: RoundContext) -> RoundModel:
+def build_model(ctx: RoundContext, entitled_gpus: int = 0) -> RoundModel:
+    """The round's model; it must start at least `entitled_gpus` GPUs of entitled queued work
+    (the greedy plan's, which follows the rebalancing rule; constraint 7)."""
     pools = pools_of(ctx)
     classes = request_classes(ctx)
     rm = RoundModel(ArrayModel(), pools, classes)
@@ -116,7 +120,31 @@ def build_model(ctx: RoundContext) -> RoundModel:
     _pool_capacity(ctx, rm)
     _class_demand(ctx, rm)
     _precedence(ctx, rm)
+    _entitled_service(ctx, rm, entitled_gpus)
     return rm
+
+
+def entitled_queued_gpus(ctx: RoundContext, started: Iterable[WorkloadId]) -> int:
+    return sum(
+        ctx.standings[w].workload.gpus
+        for w in started
+        if ctx.tier(w) is Tier.ENTITLED and not ctx.standings[w].workload.running
+    )
+
+
+def _entitled_service(ctx: RoundContext, rm: RoundModel, gpus: int) -> None:
+    """(7) Serve at least `gpus` GPUs of entitled queued work: weights alone would let a large
+    job over its entitlement outweigh a small entitled one, which the contract forbids."""
+    if gpus <= 0:
+        return
+    mdl = rm.model
+    entitled = [w for w in rm.y if ctx.tier(w) is Tier.ENTITLED]
+    row = mdl.rows("(7) entitled service", 1, float(gpus), INF)
+    mdl.terms(
+        np.full(len(entitled), row[0]),
+        np.array([rm.y[w] for w in entitled], np.int64),
+        np.array([ctx.standings[w].workload.gpus for w in entitled], float),
+    )
 
 
 def _type_ok(ctx: RoundContext, c: RequestClass, gpu_type: int) -> bool:
@@ -136,7 +164,10 @@ def _decisions(ctx: RoundContext, rm: RoundModel) -> None:
     rm.y = dict(zip(queued, y.tolist(), strict=True))
     running = [wid for wid in ctx.order if ctx.standings[wid].optional_running]
     k_obj = np.array([wts.hold_value[w] + wts.preempt_cost[w] for w in running])
-    k = mdl.variables(len(running), 0, 1, k_obj, True)
+    # Running work inside its node's entitlement keeps running (SPEC: "while it is still
+    # entitled"): only work beyond its entitlement or unallocated may be preempted.
+    k_lb = np.array([float(ctx.tier(w) is Tier.ENTITLED) for w in running])
+    k = mdl.variables(len(running), k_lb, 1, k_obj, True)
     rm.k = dict(zip(running, k.tolist(), strict=True))
     mdl.offset = -sum(wts.preempt_cost[w] for w in running)
 
@@ -200,19 +231,16 @@ def _pool_capacity(ctx: RoundContext, rm: RoundModel) -> None:
             r_vals.append(ctx.standings[r].workload.hosts[host])
     mdl.terms(np.array(r_rows, np.int64), np.array(r_cols, np.int64), np.array(r_vals, float))
     for i, own in sizes.items():
-        if count[i] < 2 or len(own) < 2:
+        if count[i] < 2:
             continue
-        for j, s in enumerate(own[1:], start=1):
-            slots = s * (int(free[i]) // s)
-            row = mdl.rows("(1b) pool packing", 1, -INF, float(count[i] * slots))
+        for j, s in enumerate(own):
+            # At most floor(f/s) requests of size s or more fit on each host left to them.
+            per_host = int(free[i]) // s
+            row = mdl.rows("(1b) pool packing", 1, -INF, float(count[i] * per_host))
             larger = own[j:]
-            mdl.terms(
-                np.full(len(larger), row[0]),
-                np.array([rm.x[(i, t)] for t in larger]),
-                np.array(larger, float),
-            )
+            mdl.terms(np.full(len(larger), row[0]), np.array([rm.x[(i, t)] for t in larger]), 1.0)
             if i in rm.e:
-                mdl.terms(row, np.array([rm.e[i]]), float(slots))
+                mdl.terms(row, np.array([rm.e[i]]), float(per_host))
 
 
 def _class_demand(ctx: RoundContext, rm: RoundModel) -> None:
@@ -293,32 +321,58 @@ def _class_demand(ctx: RoundContext, rm: RoundModel) -> None:
 
 def _precedence(ctx: RoundContext, rm: RoundModel) -> None:
     """(6) Inside one budget node and occupancy class, a queued workload starts only if every
-    queued one of higher priority that surely fits in its place starts too."""
+    queued one of higher priority that surely fits in its place starts too.
+
+    Members with the same priority and shape form a class `c` with an indicator `z_c` that may
+    be 1 only if all of them start (`|c| z_c <= sum y`); a workload of class `a` then needs
+    `z_c` for every higher-priority class that fits in its place. Rows and terms grow with
+    members x classes, not with pairs of members."""
     groups: dict[tuple[object, Occupancy], list[WorkloadId]] = defaultdict(list)
     for wid in rm.y:
         s = ctx.standings[wid]
         groups[(s.workload.budget, s.occupancy)].append(wid)
     mdl = rm.model
     for members in groups.values():
-        if len({ctx.standings[w].workload.priority for w in members}) < 2:
+        classes: dict[tuple[int, int], list[WorkloadId]] = defaultdict(list)
+        for w in members:
+            classes[(ctx.standings[w].workload.priority, id(ctx.shapes[w]))].append(w)
+        if len({p for p, _ in classes}) < 2:
             continue
-        for a in members:
-            pa = ctx.standings[a].workload.priority
+        shape_of = {key: ctx.shapes[ws[0]] for key, ws in classes.items()}
+        indicator: dict[tuple[int, int], int] = {}
+        for key_a, ws in classes.items():
             ahead = [
-                rm.y[b]
-                for b in members
-                if ctx.standings[b].workload.priority > pa and fits_in_place(ctx, b, a)
+                _all_start(rm, classes[key_b], indicator, key_b)
+                for key_b in classes
+                if key_b[0] > key_a[0] and fits_in_place(ctx, shape_of[key_b], shape_of[key_a])
             ]
-            if ahead:
-                row = mdl.rows("(6) priority inside a budget node", 1, -INF, 0.0)
-                mdl.terms(row, np.array([rm.y[a]]), float(len(ahead)))
-                mdl.terms(np.full(len(ahead), row[0]), np.array(ahead), -1.0)
+            if not ahead:
+                continue
+            rows = mdl.rows("(6) priority inside a budget node", len(ws), -INF, 0.0)
+            mdl.terms(rows, np.array([rm.y[w] for w in ws]), float(len(ahead)))
+            mdl.terms(np.repeat(rows, len(ahead)), np.tile(np.array(ahead), len(ws)), -1.0)
 
 
-def fits_in_place(ctx: RoundContext, b: WorkloadId, a: WorkloadId) -> bool:
-    """Whether `b` fits wherever `a` could be placed, whatever else is free (models/round.md
-    1.2): `b` is no larger, accepts every GPU type `a` may get, and its shape fits `a`'s."""
-    sa, sb = ctx.shapes[a], ctx.shapes[b]
+def _all_start(
+    rm: RoundModel,
+    members: list[WorkloadId],
+    indicator: dict[tuple[int, int], int],
+    key: tuple[int, int],
+) -> int:
+    """The variable z of a class: 1 only if every member starts (|c| z <= sum of their y)."""
+    if key not in indicator:
+        mdl = rm.model
+        indicator[key] = z = int(mdl.variables(1, 0, 1, 0.0, False)[0])
+        row = mdl.rows("(6) priority inside a budget node", 1, -INF, 0.0)
+        mdl.terms(row, np.array([z]), float(len(members)))
+        mdl.terms(np.full(len(members), row[0]), np.array([rm.y[w] for w in members]), -1.0)
+    return indicator[key]
+
+
+def fits_in_place(ctx: RoundContext, sb: Shape, sa: Shape) -> bool:
+    """Whether a request of shape `sb` fits wherever one of shape `sa` could be placed, whatever
+    else is free (models/round.md 1.2): no larger, accepting every GPU type `sa` may get, and of
+    a shape that fits `sa`'s."""
     if sb.gpus > sa.gpus or np.any(sa.types & ~sb.types):
         return False
     if sa.single:

@@ -34,15 +34,16 @@ def place(shape: Shape, free: np.ndarray, hosts: HostArrays) -> Placement | None
 def _whole_hosts(
     shape: Shape, eligible: np.ndarray, hosts: HostArrays, cost: np.ndarray | None
 ) -> np.ndarray | None:
-    """Pick whole hosts among `eligible` for a multi-host gang: the cheapest, in the best-fitting
-    block (topology block), else as few blocks as possible (topology any)."""
+    """Pick whole hosts among `eligible` for a multi-host gang, all of one GPU type and size:
+    the cheapest, in the best-fitting block (topology block), else as few blocks as possible
+    (topology any)."""
     best: tuple[tuple[float, ...], np.ndarray] | None = None
-    caps = hosts.cap[eligible]
-    if len(caps) == 0:
+    if not eligible.any():
         return None
-    for capacity in np.unique(caps).tolist():
+    kinds = np.unique(np.stack([hosts.type_of[eligible], hosts.cap[eligible]], 1), axis=0)
+    for gpu_type, capacity in kinds.tolist():
         need = shape.hosts_needed(capacity)
-        idx = np.flatnonzero(eligible & (hosts.cap == capacity))
+        idx = np.flatnonzero(eligible & (hosts.cap == capacity) & (hosts.type_of == gpu_type))
         if len(idx) < need:
             continue
         c = np.zeros(len(idx)) if cost is None else cost[idx]
@@ -100,7 +101,7 @@ def place_displacing(
         return Displacement(placement, (), 0.0)
     if not categories:
         return None
-    reclaim, host_cost, total = load.displaceable(categories)
+    reclaim, host_cost, total = load.displaceable(categories, whole=shape.single)
     if total == 0:
         return None
     hosts = load.hosts
@@ -161,3 +162,48 @@ def _single_displacing(
         if best is None or cost < best.cost:
             best = Displacement({h: shape.gpus}, tuple(sorted(taken)), cost)
     return best
+
+
+class PlaceIndex:
+    """Places held by several workloads, to ask whether a shape fits on the free GPUs plus the
+    GPUs of any *one* of them (invariant 6's "fits in the same place"). For single-host shapes
+    one vectorised test covers every place: the largest place on each host is enough."""
+
+    def __init__(self, hosts: HostArrays, places: list[Placement]) -> None:
+        self.hosts = hosts
+        self.places = places
+        self.alive = [True] * len(places)
+        self._best: np.ndarray | None = None
+        self._owner: np.ndarray | None = None
+
+    def remove(self, i: int) -> None:
+        self.alive[i] = False
+        self._best = None
+
+    def _index(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._best is None or self._owner is None:
+            self._best = np.zeros(self.hosts.count, np.int64)
+            self._owner = np.full(self.hosts.count, -1, np.int64)
+            for i, placement in enumerate(self.places):
+                if self.alive[i]:
+                    for h, g in placement.items():
+                        if g > self._best[h]:
+                            self._best[h], self._owner[h] = g, i
+        return self._best, self._owner
+
+    def find(self, shape: Shape, free: np.ndarray) -> int | None:
+        """The index of a place that `shape` fits in together with `free`, or None."""
+        if shape.single:
+            best, owner = self._index()
+            fits = np.flatnonzero(shape.allowed & (owner >= 0) & (free + best >= shape.gpus))
+            return int(owner[fits[0]]) if len(fits) else None
+        cap = self.hosts.cap
+        for i, placement in enumerate(self.places):
+            if not self.alive[i] or not any(free[h] + g == cap[h] for h, g in placement.items()):
+                continue  # a gang needs whole hosts: this place frees none
+            room = free.copy()
+            for h, g in placement.items():
+                room[h] += g
+            if place(shape, room, self.hosts) is not None:
+                return i
+        return None

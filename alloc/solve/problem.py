@@ -54,9 +54,9 @@ def host_arrays(snapshot: Snapshot) -> HostArrays:
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """Where a workload may go. A workload that fits on one host of its type goes on one host
-    (with at least `gpus` GPUs); a larger one gets whole hosts, all of one capacity, inside one
-    block when `block` is set (models/round.md, section 1.2)."""
+    """Where a workload may go. A workload that fits on one ready host of its type goes on one
+    host (with at least `gpus` GPUs); a larger one gets whole hosts, all of one GPU type and
+    capacity, inside one block when `block` is set (models/round.md, section 1.2)."""
 
     gpus: int
     types: np.ndarray  # acceptable GPU types (bool per index of HostArrays.types)
@@ -71,7 +71,10 @@ class Shape:
 def shape_of(w: Workload, hosts: HostArrays) -> Shape:
     types = np.array([w.gpu_type is None or t == w.gpu_type for t in hosts.types], bool)
     typed = types[hosts.type_of] if hosts.count else np.zeros(0, bool)
-    single = bool(np.any(typed & (hosts.cap >= w.gpus)))
+    # One host if a ready host of its type is large enough (all hosts of its type when none is
+    # ready, so that the shape stays defined); else whole hosts of the ready ones.
+    usable = typed & hosts.ready if np.any(typed & hosts.ready) else typed
+    single = bool(np.any(usable & (hosts.cap >= w.gpus)))
     allowed = typed & hosts.ready
     if single:
         allowed &= hosts.cap >= w.gpus

@@ -1,11 +1,10 @@
 """Passes that every solver's answer goes through before it becomes a plan (models/round.md, 7).
 
-They only ever add value: keep preempted work whose GPUs end up free, fill idle GPUs that
-queued work can use, let waiting allocated work
-displace unallocated work (invariant 4), and swap a started workload for a waiting one of
-higher priority in the same budget node that fits in its place (invariant 6). Each pass is a
-fixed point of the next, so a solver's answer that already keeps the invariants passes through
-unchanged.
+They keep preempted work whose GPUs end up free, fill idle GPUs that queued work can use, let
+waiting allocated work displace unallocated work (invariant 4) and waiting entitled work
+displace work beyond its entitlement (the contract's rebalancing), and swap a started workload
+for a waiting one of higher priority in the same budget node that fits in its place
+(invariant 6). A solver's answer that already keeps all this passes through unchanged.
 """
 
 from __future__ import annotations
@@ -15,8 +14,9 @@ from collections import defaultdict
 from alloc.domain import Occupancy, WorkloadId
 from alloc.policy.weights import Tier
 from alloc.solve.context import RoundContext
+from alloc.solve.greedy import displaceable_tiers
 from alloc.solve.load import Load
-from alloc.solve.placement import place, place_displacing, place_on
+from alloc.solve.placement import PlaceIndex, place, place_displacing, place_on
 
 MAX_PASSES = 20
 
@@ -25,7 +25,7 @@ def complete(ctx: RoundContext, load: Load) -> Load:
     for _ in range(MAX_PASSES):
         changed = restore(ctx, load)
         changed |= fill(ctx, load)
-        changed |= displace_unallocated(ctx, load)
+        changed |= displace(ctx, load)
         changed |= priority_swaps(ctx, load)
         if not changed:
             break
@@ -59,18 +59,20 @@ def fill(ctx: RoundContext, load: Load) -> bool:
     return changed
 
 
-def displace_unallocated(ctx: RoundContext, load: Load) -> bool:
-    """Invariant 4: no unallocated work holds GPUs a waiting allocated workload could use."""
+def displace(ctx: RoundContext, load: Load) -> bool:
+    """Invariant 4, and rebalancing: no unallocated work holds GPUs a waiting allocated workload
+    could use, and no work beyond its entitlement holds GPUs waiting entitled work could use."""
     changed = False
     for wid in ctx.order:
         if ctx.tier(wid) is Tier.UNALLOCATED or load.holds(wid):
             continue
-        if load.reclaim_total.get(Tier.UNALLOCATED, 0) == 0:
-            break
+        tiers = displaceable_tiers(ctx.tier(wid))
+        if not any(load.reclaim_total.get(t, 0) for t in tiers):
+            continue
         if ctx.standings[wid].workload.running:
             changed |= _keep_displacing(ctx, load, wid)
             continue
-        found = place_displacing(ctx.shapes[wid], load, (Tier.UNALLOCATED,))
+        found = place_displacing(ctx.shapes[wid], load, tiers)
         if found is None:
             continue
         for v in found.victims:
@@ -88,7 +90,8 @@ def _keep_displacing(ctx: RoundContext, load: Load, wid: WorkloadId) -> bool:
     for h, g in placement.items():
         if not ctx.hosts.ready[h]:
             return False
-        need = g - int(free[h])
+        # GPUs on h already freed by victims chosen for earlier hosts count too.
+        need = g - int(free[h]) - sum(load.held[v].get(h, 0) for v in release)
         for v in sorted(load.on_host[h] - release, key=lambda v: (ctx.tier(v), v)):
             if need <= 0:
                 break
@@ -106,7 +109,8 @@ def _keep_displacing(ctx: RoundContext, load: Load, wid: WorkloadId) -> bool:
 
 def priority_swaps(ctx: RoundContext, load: Load) -> bool:
     """Invariant 6: inside one budget node (and occupancy class) no workload starts ahead of a
-    waiting one of higher priority that fits in its place."""
+    waiting one of higher priority that fits in its place: a lower-priority start whose place
+    fits the waiting workload yields it."""
     groups: dict[tuple[object, Occupancy], list[WorkloadId]] = defaultdict(list)
     for wid in ctx.order:
         s = ctx.standings[wid]
@@ -114,23 +118,30 @@ def priority_swaps(ctx: RoundContext, load: Load) -> bool:
             groups[(s.workload.budget, s.occupancy)].append(wid)
     changed = False
     for members in groups.values():
-        if len({ctx.standings[w].workload.priority for w in members}) < 2:
+        priority = {w: ctx.standings[w].workload.priority for w in members}
+        if len(set(priority.values())) < 2:
             continue
-        for b in members:
-            if load.holds(b):
+        waiting = sorted((b for b in members if not load.holds(b)), key=lambda b: -priority[b])
+        level: int | None = None
+        ahead: list[WorkloadId] = []
+        index = PlaceIndex(ctx.hosts, [])
+        for b in waiting:
+            if level != priority[b]:
+                level = priority[b]
+                ahead = sorted(
+                    (a for a in members if load.holds(a) and priority[a] < level),
+                    key=lambda a: priority[a],
+                )
+                index = PlaceIndex(ctx.hosts, [load.held[a] for a in ahead])
+            found = index.find(ctx.shapes[b], load.free())
+            if found is None:
                 continue
-            pb = ctx.standings[b].workload.priority
-            ahead = sorted(
-                (a for a in members if load.holds(a) and ctx.standings[a].workload.priority < pb),
-                key=lambda a: ctx.standings[a].workload.priority,
-            )
-            for a in ahead:
-                placement = load.release(a)
-                found = place(ctx.shapes[b], load.free(), ctx.hosts)
-                if found is None:
-                    ctx.hold(load, a, placement)
-                    continue
-                ctx.hold(load, b, found)
-                changed = True
-                break
+            placement = load.release(ahead[found])
+            target = place(ctx.shapes[b], load.free(), ctx.hosts)
+            if target is None:  # cannot happen: it fits on free plus that place
+                ctx.hold(load, ahead[found], placement)
+                continue
+            index.remove(found)
+            ctx.hold(load, b, target)
+            changed = True
     return changed

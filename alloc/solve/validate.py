@@ -15,8 +15,8 @@ import numpy as np
 
 from alloc.domain import Action, Decision, Occupancy, Plan, Snapshot, Topology, Workload
 from alloc.policy.contract import standings
-from alloc.solve.placement import place
-from alloc.solve.problem import HostArrays, Shape, host_arrays, shape_of, shapes_of
+from alloc.solve.placement import PlaceIndex, place
+from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
 
 
 def validate(snapshot: Snapshot, plan: Plan) -> list[str]:
@@ -113,9 +113,12 @@ def _start_shape(hosts: HostArrays, w: Workload, d: Decision) -> list[str]:
             out.append(f"{name}: fits on one host, yet starts as {dict(d.hosts)} (2)")
         return out
     caps = {int(hosts.cap[h]) for h in idx}
+    types = {int(hosts.type_of[h]) for h in idx}
     whole = all(d.hosts[hosts.names[h]] == hosts.cap[h] for h in idx)
-    if not whole or len(caps) != 1:
-        out.append(f"{name}: larger than one host, so it gets whole hosts of one size (2)")
+    if not whole or len(caps) != 1 or len(types) != 1:
+        out.append(
+            f"{name}: larger than one host, so it gets whole hosts of one size and GPU type (2)"
+        )
     elif len(idx) != -(-w.gpus // caps.pop()):
         out.append(f"{name}: gets {len(idx)} hosts for {w.gpus} GPUs (2)")
     if w.topology is Topology.BLOCK and len({int(hosts.block_of[h]) for h in idx}) > 1:
@@ -174,30 +177,23 @@ def _priority_order(snapshot, hosts, plan, used) -> list[str]:  # type: ignore[n
             waits[key].append(w)
     free = _free_after(hosts, used)
     shapes = shapes_of((w for ws in waits.values() for w in ws), hosts)
-    fits_free = {id(sh): place(sh, free, hosts) is not None for sh in shapes.values()}
     out = []
     for key, started in starts.items():
+        by_level: dict[int, tuple[list, PlaceIndex]] = {}
         for b in waits.get(key, ()):
-            shape = shapes[b.id]
-            for a, d in started:
-                if a.priority < b.priority and (
-                    fits_free[id(shape)] or _fits_in_place(hosts, shape, free, d)
-                ):
-                    out.append(
-                        f"{a.id} (priority {a.priority}) starts ahead of {b.id} "
-                        f"(priority {b.priority}), which fits in its place (6)"
-                    )
+            if b.priority not in by_level:
+                ahead = [(a, d) for a, d in started if a.priority < b.priority]
+                places = [{hosts.index[h]: g for h, g in d.hosts.items()} for _, d in ahead]
+                by_level[b.priority] = (ahead, PlaceIndex(hosts, places))
+            ahead, index = by_level[b.priority]
+            found = index.find(shapes[b.id], free) if ahead else None
+            if found is not None:
+                a = ahead[found][0]
+                out.append(
+                    f"{a.id} (priority {a.priority}) starts ahead of {b.id} "
+                    f"(priority {b.priority}), which fits in its place (6)"
+                )
     return out
-
-
-def _fits_in_place(hosts: HostArrays, shape: Shape, free: np.ndarray, d: Decision) -> bool:
-    idx = np.array([hosts.index[h] for h in d.hosts], np.int64)
-    gpus = np.array(list(d.hosts.values()), np.int64)
-    if shape.single:
-        return bool(np.any(shape.allowed[idx] & (free[idx] + gpus >= shape.gpus)))
-    room = free.copy()
-    room[idx] += gpus
-    return place(shape, room, hosts) is not None
 
 
 def _drains(snapshot, hosts, plan, used) -> list[str]:  # type: ignore[no-untyped-def]
