@@ -35,6 +35,8 @@ REASON_TEXT = {
     Reason.UNALLOCATED_DISPLACED: "it is unallocated work and allocated work needed its GPUs",
     Reason.REBALANCED: "it is past its minimum runtime and its budget node is beyond its "
     "entitlement, so it yields to work that is entitled",
+    Reason.MAKE_ROOM: "it is past its minimum runtime and entitled work ranked ahead of it in "
+    "the fair-share order (such as a gang) needed its place",
     Reason.HOST_DRAINING: "its host is draining (unhealthy or retired) and its protection is over",
     Reason.HOST_MAINTENANCE: "its host went into maintenance under it",
     Reason.NO_ROOM: "no place fits it this round",

@@ -359,9 +359,9 @@ def _fragmentation(data: dict[str, Any]) -> list[str]:
             "leaves whole hosts (whole blocks for 256-GPU gangs) to the gangs. To do so it leaves "
             "some small jobs waiting that the greedy starts (same tier, same value per GPU) and "
             f"preempts more running work ({med('milp', 'preemptions'):g} vs "
-            f"{med('greedy', 'preemptions'):g} preemptions; every preempted allocated job is over "
-            "its entitlement, and its preemption costs less than the entitled value it makes "
-            "room for, models/round.md 4.2). Gangs started only by the MILP: "
+            f"{med('greedy', 'preemptions'):g} preemptions: work over its entitlement or "
+            "unallocated, and in the MILP also entitled runs ranked behind a waiting entitled "
+            "gang, reason make_room, models/round.md 5.1). Gangs started only by the MILP: "
             + "; ".join(
                 f"{_gpus(r['gpus'])}/s{r['seed']}: {', '.join(r['only_milp']) or '-'}" for r in ok
             )

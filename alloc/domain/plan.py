@@ -37,6 +37,7 @@ class Reason(StrEnum):
     # preempt
     UNALLOCATED_DISPLACED = "unallocated_displaced"  # allocated work needed its GPUs
     REBALANCED = "rebalanced"  # past its minimum runtime and over its entitlement
+    MAKE_ROOM = "make_room"  # past its minimum runtime; room for entitled work ranked ahead
     HOST_DRAINING = "host_draining"  # its host is unhealthy or retired
     HOST_MAINTENANCE = "host_maintenance"  # its host went to maintenance under it
     # wait

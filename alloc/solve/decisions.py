@@ -30,6 +30,7 @@ def _preempt_reason(ctx: RoundContext, wid: WorkloadId) -> Reason:
     return {
         Tier.UNALLOCATED: Reason.UNALLOCATED_DISPLACED,
         Tier.OVER: Reason.REBALANCED,
+        Tier.ENTITLED: Reason.MAKE_ROOM,
     }[ctx.tier(wid)]
 
 

@@ -110,17 +110,19 @@ def request_classes(ctx: RoundContext) -> list[RequestClass]:
     ]
 
 
-def build_model(ctx: RoundContext, entitled_gpus: int = 0) -> RoundModel:
-    """The round's model; it must start at least `entitled_gpus` GPUs of entitled queued work
-    (the greedy plan's, which follows the rebalancing rule; constraint 7)."""
+def build_model(ctx: RoundContext, warm: Iterable[WorkloadId] = ()) -> RoundModel:
+    """The round's model. `warm` are the workloads the greedy plan holds: the model must serve
+    at least its entitled GPUs (constraint 7), and entitled running work ranked ahead of every
+    entitled workload the greedy leaves waiting is kept (5.1)."""
+    held = set(warm)
     pools = pools_of(ctx)
     classes = request_classes(ctx)
     rm = RoundModel(ArrayModel(), pools, classes)
-    _decisions(ctx, rm)
+    _decisions(ctx, rm, held)
     _pool_capacity(ctx, rm)
     _class_demand(ctx, rm)
     _precedence(ctx, rm)
-    _entitled_service(ctx, rm, entitled_gpus)
+    _entitled_service(ctx, rm, entitled_queued_gpus(ctx, held))
     return rm
 
 
@@ -155,7 +157,7 @@ def _hosts_needed(c: RequestClass, capacity: int) -> int:
     return 1 if c.single else -(-c.gpus // capacity)
 
 
-def _decisions(ctx: RoundContext, rm: RoundModel) -> None:
+def _decisions(ctx: RoundContext, rm: RoundModel, held: set[WorkloadId]) -> None:
     """(5.1) y: start a queued workload; k: keep a running one the contract leaves open."""
     wts = ctx.weights
     mdl = rm.model
@@ -165,8 +167,13 @@ def _decisions(ctx: RoundContext, rm: RoundModel) -> None:
     running = [wid for wid in ctx.order if ctx.standings[wid].optional_running]
     k_obj = np.array([wts.hold_value[w] + wts.preempt_cost[w] for w in running])
     # Running work inside its node's entitlement keeps running (SPEC: "while it is still
-    # entitled"): only work beyond its entitlement or unallocated may be preempted.
-    k_lb = np.array([float(ctx.tier(w) is Tier.ENTITLED) for w in running])
+    # entitled") unless entitled work ranked ahead of it waits in the greedy plan: then the
+    # model may move it to make room (e.g. for a gang), as the fair-share order says.
+    waiting = [ctx.share.rank[w] for w in rm.y if ctx.tier(w) is Tier.ENTITLED and w not in held]
+    first_waiting = min(waiting, default=len(ctx.share.order))
+    k_lb = np.array(
+        [float(ctx.tier(w) is Tier.ENTITLED and ctx.share.rank[w] < first_waiting) for w in running]
+    )
     k = mdl.variables(len(running), k_lb, 1, k_obj, True)
     rm.k = dict(zip(running, k.tolist(), strict=True))
     mdl.offset = -sum(wts.preempt_cost[w] for w in running)
