@@ -73,3 +73,28 @@ def test_a_job_uses_smaller_ready_hosts_when_the_large_one_is_down(solver):
 def test_with_every_host_down_work_waits_for_room_not_for_a_gpu_type(solver):
     plan = solve_checked(load_instance(HERE / "all-unhealthy.yaml"), solver)
     assert plan.decision("q").reason.value == "no_room"
+
+
+def test_a_gang_of_topology_any_spans_blocks_when_no_block_has_room(solver):
+    from conftest import host, instance, workload
+
+    hosts = [host(f"h{i}", block=f"b{i // 2}") for i in range(4)]
+    work = [
+        workload("run-0", 8, min_runtime="8h", started="2026-11-30T11:00:00Z", hosts={"h0": 8}),
+        workload("run-2", 8, min_runtime="8h", started="2026-11-30T11:00:00Z", hosts={"h2": 8}),
+        workload("loose", 16, topology="any"),
+        workload("strict", 16, topology="block", submitted="2026-11-30T11:59:00Z"),
+    ]
+    plan = solve_checked(instance(hosts=hosts, workloads=work), solver)
+    assert set(plan.decision("loose").hosts) == {"h1", "h3"}
+    assert plan.decision("strict").action is Action.WAIT
+
+
+def test_a_gang_inside_a_block_takes_hosts_from_as_few_racks_as_possible(solver):
+    from conftest import host, instance, workload
+
+    # Racks r0 (h0, h1) and r1 (h2, h3, h4); a 2-host gang fits in either rack, and the rack
+    # with more free hosts is used whole first.
+    hosts = [host(f"h{i}", block="b", rack="r0" if i < 2 else "r1") for i in range(5)]
+    plan = solve_checked(instance(hosts=hosts, workloads=[workload("g", 24)]), solver)
+    assert set(plan.decision("g").hosts) == {"h2", "h3", "h4"}

@@ -40,9 +40,9 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
         for _ in range(v[var]):
             if not started[ci] or len(whole[region]) < need:
                 break
-            taken: list[int] = whole[region][:need]
-            whole[region] = whole[region][need:]
-            _hold_if_free(ctx, load, started[ci].popleft(), taken)
+            taken = _fewest_racks(ctx, whole[region], need)
+            whole[region] = [h for h in whole[region] if h not in taken]
+            _hold_if_free(ctx, load, started[ci].popleft(), sorted(taken))
     for (ci, (t, cap)), var in rm.m.items():
         need = -(-rm.classes[ci].gpus // cap)
         for _ in range(v[var]):
@@ -83,6 +83,16 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
                 h = int(pool_hosts[fits[np.argmin(free[fits])]])
                 ctx.hold(load, work.popleft(), {h: size})
     return load
+
+
+def _fewest_racks(ctx: RoundContext, candidates: list[int], need: int) -> set[int]:
+    """`need` of the candidate hosts, from the racks with most candidates first."""
+    rack = ctx.hosts.rack_of
+    count: dict[int, int] = defaultdict(int)
+    for h in candidates:
+        count[int(rack[h])] += 1
+    ordered = sorted(candidates, key=lambda h: (-count[int(rack[h])], int(rack[h]), h))
+    return set(ordered[:need])
 
 
 def _hold_if_free(ctx: RoundContext, load: Load, workload: WorkloadId, taken: list[int]) -> None:

@@ -36,7 +36,7 @@ def _whole_hosts(
 ) -> np.ndarray | None:
     """Pick whole hosts among `eligible` for a multi-host gang, all of one GPU type and size:
     the cheapest, in the best-fitting block (topology block), else as few blocks as possible
-    (topology any)."""
+    (topology any); inside a block, from as few racks as possible."""
     best: tuple[tuple[float, ...], np.ndarray] | None = None
     if not eligible.any():
         return None
@@ -48,7 +48,11 @@ def _whole_hosts(
             continue
         c = np.zeros(len(idx)) if cost is None else cost[idx]
         blocks = hosts.block_of[idx]
-        order = np.lexsort((idx, c, blocks))
+        # Inside a block: cheapest first, then hosts of the racks with most eligible hosts, so
+        # that a gang spans few racks.
+        racks = hosts.rack_of[idx]
+        per_rack = np.bincount(racks)[racks]
+        order = np.lexsort((idx, racks, -per_rack, c, blocks))
         idx, c, blocks = idx[order], c[order], blocks[order]
         starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
         counts = np.diff(np.r_[starts, len(idx)])

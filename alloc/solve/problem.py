@@ -26,6 +26,7 @@ class HostArrays:
     block_of: np.ndarray  # index into `blocks`
     blocks: tuple[str, ...]
     hosts_per_block: np.ndarray
+    rack_of: np.ndarray  # index of the host's rack (racks of one name in two blocks differ)
 
     @property
     def count(self) -> int:
@@ -49,6 +50,9 @@ def host_arrays(snapshot: Snapshot) -> HostArrays:
         block_of=block_of,
         blocks=blocks,
         hosts_per_block=np.bincount(block_of, minlength=len(blocks)),
+        rack_of=np.unique([f"{h.block}/{h.rack}" for h in hosts], return_inverse=True)[1]
+        if hosts
+        else np.zeros(0, np.int64),
     )
 
 
