@@ -278,6 +278,11 @@ def schema() -> None:
     sys.stdout.write(json.dumps(json_schema(), indent=1) + "\n")
 
 
+from alloc.cli.trace_cmd import trace_app  # noqa: E402 - sub-app registered after the commands
+
+app.add_typer(trace_app, name="trace")
+
+
 def main() -> None:
     app()
 

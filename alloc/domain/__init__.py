@@ -5,6 +5,7 @@ from alloc.domain.cluster import Cluster, Host, HostState
 from alloc.domain.ids import ROOT_PATH, BudgetPath, HostName, WorkloadId, join_path, path_prefixes
 from alloc.domain.plan import Action, Decision, Occupancy, Plan, Reason, SolverReport
 from alloc.domain.snapshot import DAY_S, HOUR_S, Policy, Snapshot
+from alloc.domain.trace import TraceJob
 from alloc.domain.workload import Topology, Workload
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Snapshot",
     "SolverReport",
     "Topology",
+    "TraceJob",
     "Workload",
     "WorkloadId",
     "join_path",

@@ -40,9 +40,9 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
         for _ in range(v[var]):
             if not started[ci] or len(whole[region]) < need:
                 break
-            taken = _fewest_racks(ctx, whole[region], need)
-            whole[region] = [h for h in whole[region] if h not in taken]
-            _hold_if_free(ctx, load, started[ci].popleft(), sorted(taken))
+            chosen = _fewest_racks(ctx, whole[region], need)
+            whole[region] = [h for h in whole[region] if h not in chosen]
+            _hold_if_free(ctx, load, started[ci].popleft(), sorted(chosen))
     for (ci, (t, cap)), var in rm.m.items():
         need = -(-rm.classes[ci].gpus // cap)
         for _ in range(v[var]):
@@ -51,7 +51,7 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
             )
             if not started[ci] or sum(len(whole[r]) for r in regions) < need:
                 break
-            taken = []
+            taken: list[int] = []
             for r in regions:
                 part = whole[r][: need - len(taken)]
                 whole[r] = whole[r][len(part) :]
