@@ -283,6 +283,13 @@ from alloc.cli.trace_cmd import trace_app  # noqa: E402 - sub-app registered aft
 app.add_typer(trace_app, name="trace")
 
 
+from alloc.cli.sim_cmd import simulate as _simulate  # noqa: E402
+from alloc.cli.sim_cmd import whatif as _whatif  # noqa: E402
+
+app.command(name="simulate")(_simulate)
+app.command(name="whatif")(_whatif)
+
+
 def main() -> None:
     app()
 

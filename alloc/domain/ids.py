@@ -1,5 +1,6 @@
 """Typed identifiers: host names, workload ids and budget paths are strings, never swapped."""
 
+from functools import lru_cache
 from typing import NewType
 
 WorkloadId = NewType("WorkloadId", str)
@@ -14,6 +15,7 @@ def join_path(parent: BudgetPath, name: str) -> BudgetPath:
     return BudgetPath(f"{parent}/{name}" if parent else name)
 
 
+@lru_cache(maxsize=65536)
 def path_prefixes(path: BudgetPath) -> tuple[BudgetPath, ...]:
     """The node paths from the top level down to `path` itself (the root excluded)."""
     if not path:

@@ -153,3 +153,12 @@ def json_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "alloc instance"
     return schema
+
+
+class ScenarioIn(_Strict):
+    """A what-if scenario: another budget tree, optionally policy overrides and usage."""
+
+    name: Name | None = None
+    budgets: BudgetIn
+    policy: dict[str, Any] = {}
+    usage: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = None

@@ -34,6 +34,7 @@ from alloc.domain import (
     path_prefixes,
 )
 from alloc.policy.contract import Standing, is_funded, lost_hours_per_gpu
+from alloc.policy.entitlement import entitlements
 
 
 def aggregate_usage(
@@ -164,7 +165,9 @@ def fair_share(
     usage, ratios = window_ratios(snapshot)
     projected = _ProjectedTree(snapshot, usage)
     committed = 0
-    entitlement: dict[BudgetPath, int] = defaultdict(int)
+    held: dict[BudgetPath, int] = defaultdict(int)  # GPUs counted against each leaf so far
+    protected_gpus: dict[BudgetPath, float] = defaultdict(float)
+    demand: dict[BudgetPath, float] = defaultdict(float)
     candidates = []
     for s in standings.values():
         w = s.workload
@@ -177,11 +180,16 @@ def fair_share(
                 g for h, g in w.hosts.items() if snapshot.cluster.host(h).state.accepts_work
             )
             committed += ready_held
+            held[w.budget] += ready_held
             for p in (ROOT_PATH, *path_prefixes(w.budget)):
-                entitlement[p] += w.gpus
+                protected_gpus[p] += ready_held
+                demand[p] += ready_held
         elif w.id in placeable:
             candidates.append(w)
+            for p in (ROOT_PATH, *path_prefixes(w.budget)):
+                demand[p] += w.gpus
     projected.load(candidates)
+    entitled_gpus = entitlements(snapshot.budgets, ready_gpus, demand, protected_gpus, ratios)
 
     order: list[WorkloadId] = []
     grant_ratios: dict[WorkloadId, tuple[float, ...]] = {}
@@ -190,14 +198,20 @@ def fair_share(
         w, at_grant = picked
         order.append(w.id)
         grant_ratios[w.id] = at_grant
-        if committed + w.gpus <= ready_gpus:
-            # It fits whole into what is left of the ready capacity: entitled. One that does
-            # not fit takes nothing, so the entitled work never exceeds the capacity.
+        assert w.budget
+        leaf = w.budget
+        if committed + w.gpus > ready_gpus:
+            continue  # entitled work never exceeds the ready capacity
+        within = held[leaf] + w.gpus <= entitled_gpus.get(leaf, 0.0) + 1e-9
+        # A workload larger than all its node is owed would never be entitled: it is when its
+        # node holds nothing else and is behind over the window (time slicing of gangs larger
+        # than a team's share).
+        behind = held[leaf] == 0 and ratios[leaf] < 1.0
+        if within or behind:
             entitled.add(w.id)
             committed += w.gpus
-            assert w.budget
-            for p in (ROOT_PATH, *path_prefixes(w.budget)):
-                entitlement[p] += w.gpus
+            held[leaf] += w.gpus
+    entitlement = {p: int(round(g)) for p, g in entitled_gpus.items()}
 
     unallocated = sorted(
         (
@@ -217,7 +231,7 @@ def fair_share(
         order=tuple(order),
         rank=MappingProxyType({wid: i for i, wid in enumerate(order)}),
         entitled=frozenset(entitled),
-        entitlement_gpus=MappingProxyType(dict(entitlement)),
+        entitlement_gpus=MappingProxyType(entitlement),
         grant_ratios=MappingProxyType(grant_ratios),
         unallocated_order=tuple(w.id for w in unallocated),
     )

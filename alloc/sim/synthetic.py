@@ -1,25 +1,30 @@
 """A synthetic lab like the one SPEC.md describes, and a month of its submissions.
 
-Lab: 1,024 GPUs (128 hosts of 8, blocks of 32), 4 programs, 15 teams (the budget leaves; each
-program's teams split its share), ~150 researchers (10 per team on average; a researcher is a
-submitter, not a budget node). Window usage before the start: each team's allocation x the
-window's capacity x a lognormal factor (sigma 0.3), so fair share matters from the first round.
+Lab: 1,024 GPUs (128 hosts of 8, blocks of 32), 4 programs, 15 teams (the budget leaves; in
+each program one team holds about 40% of the program's share, in nlp the pretraining team 75%,
+and the others split the rest),
+~150 researchers (a researcher submits; budgets are per team). Window usage before the start:
+each team's allocation x the window's capacity x a lognormal factor (sigma 0.2).
 
-Trace (per team, in proportion to its share x a lognormal activity factor, sigma 0.3):
-- debug: 1-8 GPUs, 5-40 minutes of work, minimum runtime 5-15 minutes, ~1.5% of the GPU-hours;
-- training: 1-32 GPUs, 1-24 hours, minimum runtime 1-4 hours, resumable 90%, ~45%;
-- large training: 64, 128 or 256 GPUs, 12-48 hours, minimum runtime 4-8 hours, ~45%;
-- scavenger: 1-8 GPUs, 1-12 hours, minimum runtime 0 (unallocated), ~8.5%.
-Arrivals are Poisson with a day/night cycle; the offered work equals the cluster's GPU-hours
-(x `load`), on top of a backlog at the start of 1.5x the cluster's GPUs, which keeps demand
-around 2-3x supply. Priorities 0-2 inside teams.
+Trace, per team, sized to the team: its *share* is its effective allocation x the cluster's
+GPUs, and no job asks for more than the team's share (rounded down to a power of two): a
+256-GPU run belongs to a team holding at least 256 GPUs (nlp's pretraining team). Each team
+offers work equal to its share of the cluster's GPU-hours (x `load`) in four classes (of its
+GPU-hours):
+- debug: 1-8 GPUs, 5-40 minutes of work, minimum runtime 5-15 minutes, ~2%;
+- training: 1-32 GPUs, 1-24 hours, minimum runtime 1-4 hours, resumable 90%, ~50%;
+- large training: 64 GPUs up to the team's cap, 12-48 hours, minimum runtime 4-8 hours,
+  ~40% (teams too small for 64-GPU runs offer it as training);
+- scavenger: 1-8 GPUs, 1-12 hours, minimum runtime 0 (unallocated), ~8%.
+Arrivals are Poisson with a day/night cycle; at the start every team also has a backlog of 1.5x
+its share in GPUs, which keeps demand around 2-3x supply. Priorities 0-2 inside teams.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from alloc.domain import (
@@ -42,7 +47,7 @@ PROGRAMS = (("nlp", 35.0, 4), ("vision", 30.0, 4), ("robotics", 20.0, 4), ("scie
 @dataclass(frozen=True, slots=True)
 class JobClass:
     kind: str
-    share: float  # of the offered GPU-hours
+    share: float  # of a team's offered GPU-hours
     sizes: tuple[int, ...]
     runtime_h: tuple[float, float]  # log-uniform range
     min_runtime_h: tuple[float, float]  # uniform range; (0, 0) = unallocated
@@ -50,10 +55,10 @@ class JobClass:
 
 
 CLASSES = (
-    JobClass("debug", 0.015, (1, 1, 2, 4, 8), (5 / 60, 40 / 60), (5 / 60, 15 / 60), 1.0),
-    JobClass("train", 0.45, (1, 2, 4, 8, 8, 16, 32), (1.0, 24.0), (1.0, 4.0), 0.9),
-    JobClass("large", 0.45, (64, 64, 128, 256), (12.0, 48.0), (4.0, 8.0), 0.95),
-    JobClass("scavenger", 0.085, (1, 2, 4, 8), (1.0, 12.0), (0.0, 0.0), 0.9),
+    JobClass("debug", 0.02, (1, 1, 2, 4, 8), (5 / 60, 40 / 60), (5 / 60, 15 / 60), 1.0),
+    JobClass("train", 0.50, (1, 2, 4, 8, 8, 16, 32), (1.0, 24.0), (1.0, 4.0), 0.9),
+    JobClass("large", 0.40, (64, 128, 256), (12.0, 48.0), (4.0, 8.0), 0.95),
+    JobClass("scavenger", 0.08, (1, 2, 4, 8), (1.0, 12.0), (0.0, 0.0), 0.9),
 )
 
 
@@ -71,8 +76,9 @@ class SyntheticLab:
 
 
 def synthetic_lab(spec: SyntheticLab | None = None) -> tuple[Snapshot, list[TraceJob]]:
+    """The built-in lab and its trace."""
     spec = spec or SyntheticLab()
-    rng = random.Random(f"synthetic:{spec.seed}")
+    rng = random.Random(f"synthetic-lab:{spec.seed}")
     cluster = Cluster(
         "synthetic-lab",
         tuple(
@@ -89,22 +95,53 @@ def synthetic_lab(spec: SyntheticLab | None = None) -> tuple[Snapshot, list[Trac
     tree = _tree(rng)
     policy = Policy()
     capacity_h = cluster.ready_gpus * policy.lookback_s / HOUR_S
-    teams = tree.leaves()
     usage = {
-        t: round(tree.effective_allocation(t) * capacity_h * rng.lognormvariate(0, 0.3), 1)
-        for t in teams
+        t: round(tree.effective_allocation(t) * capacity_h * rng.lognormvariate(0, 0.2), 1)
+        for t in tree.leaves()
     }
     lab = Snapshot(spec.now, policy, cluster, tree, usage, ())
-    activity = [tree.effective_allocation(t) * rng.lognormvariate(0, 0.3) for t in teams]
-    jobs = _backlog(spec, rng, cluster.ready_gpus, teams, activity)
-    jobs += _arrivals(spec, rng, cluster.ready_gpus, teams, activity, len(jobs))
-    return lab, sorted(jobs, key=lambda j: (j.submitted_s, j.id))
+    return lab, synthetic_trace(lab, spec)
+
+
+def synthetic_trace(lab: Snapshot, spec: SyntheticLab | None = None) -> list[TraceJob]:
+    """A trace for any lab: every funded leaf submits work sized to its share of the lab's
+    ready GPUs, as described above."""
+    spec = spec or SyntheticLab()
+    rng = random.Random(f"synthetic-trace:{spec.seed}")
+    gpus = lab.cluster.ready_gpus
+    jobs: list[TraceJob] = []
+    for team in lab.budgets.leaves():
+        share = lab.budgets.effective_allocation(team) * gpus
+        if share <= 0:
+            continue
+        cap = 2 ** int(math.log2(max(1.0, share)))
+        classes = _classes_for(cap)
+        jobs += _backlog(spec, rng, team, share, classes, len(jobs))
+        jobs += _arrivals(spec, rng, team, share, classes, len(jobs))
+    return sorted(jobs, key=lambda j: (j.submitted_s, j.id))
+
+
+def _classes_for(cap: int) -> tuple[JobClass, ...]:
+    """The classes a team of that size runs, sizes capped; large work moves to training when
+    the team cannot run 64 GPUs."""
+    out = []
+    moved = 0.0
+    for c in CLASSES:
+        sizes = tuple(g for g in c.sizes if g <= cap)
+        if not sizes:
+            moved += c.share
+            continue
+        out.append(c if sizes == c.sizes else replace(c, sizes=sizes))
+    return tuple(replace(c, share=c.share + moved) if c.kind == "train" else c for c in out)
 
 
 def _tree(rng: random.Random) -> BudgetTree:
     programs = []
     for name, share, n_teams in PROGRAMS:
-        weights = [rng.uniform(0.6, 1.4) for _ in range(n_teams)]
+        lead = 0.75 if name == "nlp" else 0.4  # nlp's pretraining team runs the 256-GPU jobs
+        weights = [lead] + [
+            (1 - lead) / (n_teams - 1) * rng.uniform(0.8, 1.2) for _ in range(n_teams - 1)
+        ]
         total = sum(weights)
         teams = tuple(
             BudgetNode(f"team{i + 1}", math.floor(1000 * w / total) / 1000)
@@ -141,15 +178,14 @@ def _mean_gpu_hours(cls: JobClass) -> float:
 def _arrivals(
     spec: SyntheticLab,
     rng: random.Random,
-    gpus: int,
-    teams: tuple[BudgetPath, ...],
-    activity: list[float],
+    team: BudgetPath,
+    share: float,
+    classes: tuple[JobClass, ...],
     first: int,
 ) -> list[TraceJob]:
     jobs: list[TraceJob] = []
-    offered = gpus * spec.load  # GPU-hours per hour
-    for cls in CLASSES:
-        rate = offered * cls.share / _mean_gpu_hours(cls) / HOUR_S  # jobs per second
+    for cls in classes:
+        rate = share * spec.load * cls.share / _mean_gpu_hours(cls) / HOUR_S  # jobs a second
         t = 0.0
         peak = 1.5 * rate  # thinning for a day/night cycle: 0.5x .. 1.5x the mean rate
         while True:
@@ -159,7 +195,6 @@ def _arrivals(
             cycle = 1.0 + 0.5 * math.sin(2 * math.pi * (t / 86400.0 - 0.25))
             if rng.random() * 1.5 > cycle:
                 continue
-            team = rng.choices(teams, weights=activity)[0]
             jobs.append(_job(rng, first + len(jobs) + 1, team, cls, t))
     return jobs
 
@@ -167,16 +202,17 @@ def _arrivals(
 def _backlog(
     spec: SyntheticLab,
     rng: random.Random,
-    gpus: int,
-    teams: tuple[BudgetPath, ...],
-    activity: list[float],
+    team: BudgetPath,
+    share: float,
+    classes: tuple[JobClass, ...],
+    first: int,
 ) -> list[TraceJob]:
     jobs: list[TraceJob] = []
     queued = 0
-    while queued < spec.backlog * gpus:
-        cls = rng.choices(CLASSES[1:], weights=[c.share for c in CLASSES[1:]])[0]
-        team = rng.choices(teams, weights=activity)[0]
-        job = _job(rng, len(jobs) + 1, team, cls, 0.0)
+    allocated = [c for c in classes if c.kind in ("train", "large")]
+    while queued < spec.backlog * share:
+        cls = rng.choices(allocated, weights=[c.share for c in allocated])[0]
+        job = _job(rng, first + len(jobs) + 1, team, cls, 0.0)
         jobs.append(job)
         queued += job.gpus
     return jobs

@@ -63,18 +63,29 @@ def round_context(snapshot: Snapshot) -> RoundContext:
     st = standings(snapshot)
     hosts = host_arrays(snapshot)
     shapes = shapes_of((s.workload for s in st.values() if s.forced is None), hosts)
+    fixed, optional = fixed_and_optional_use(snapshot, hosts, st)
     empty = np.where(hosts.ready, hosts.cap, 0)
+    beside_protected = np.where(hosts.ready, np.maximum(hosts.cap - fixed, 0), 0)
     unique = {id(shape): shape for shape in shapes.values()}
     fits_empty = {key: place(shape, empty, hosts) is not None for key, shape in unique.items()}
+    fits_now = {
+        key: fits_empty[key] and place(shape, beside_protected, hosts) is not None
+        for key, shape in unique.items()
+    }
     placeable = frozenset(
         wid for wid, shape in shapes.items() if st[wid].optional_running or fits_empty[id(shape)]
     )
-    share = fair_share(snapshot, st, placeable, int(empty.sum()))
+    # Work that cannot start this round even if everything unprotected made way (a gang that
+    # protected work leaves no room for) takes no place in the order: its node's entitlement
+    # goes to its work that can start (models/round.md 2.3).
+    startable = frozenset(
+        wid for wid, shape in shapes.items() if st[wid].optional_running or fits_now[id(shape)]
+    )
+    share = fair_share(snapshot, st, startable, int(empty.sum()))
     w = weights(snapshot, st, share)
     entitled = [wid for wid in share.order if wid in share.entitled]
     over = [wid for wid in share.order if wid not in share.entitled]
-    unallocated = [wid for wid in share.unallocated_order if wid in placeable]
-    fixed, optional = fixed_and_optional_use(snapshot, hosts, st)
+    unallocated = [wid for wid in share.unallocated_order if wid in startable]
     return RoundContext(
         snapshot=snapshot,
         standings=st,

@@ -65,6 +65,8 @@ class _WaitReasons:
         if wid not in ctx.placeable:
             empty = np.where(hosts.ready, hosts.cap, 0)
             return Reason.TOPOLOGY if self._fits(shape, True, empty) else Reason.TOO_LARGE
+        if wid not in ctx.weights.tier:
+            return Reason.NO_ROOM  # protected work leaves no place of its shape this round
         if shape.block and self._fits(shape, True):
             return Reason.TOPOLOGY
         if ctx.tier(wid) is Tier.OVER and ctx.share.grant_ratios[wid][-1] >= 1.0 - 1e-9:

@@ -9,10 +9,16 @@ minimum runtime; the cheapest such set is chosen (lost value plus preemption cos
 
 from __future__ import annotations
 
+from alloc.domain import WorkloadId
 from alloc.policy.weights import Tier
 from alloc.solve.context import RoundContext
 from alloc.solve.load import Load
-from alloc.solve.placement import place_displacing
+from alloc.solve.placement import Displacement, place_displacing
+
+# Rebalancing never preempts more GPUs of work over its entitlement than this many times what
+# the entitled workload asks for (at least a host's worth): a 1-GPU job does not send a 200-GPU
+# run back to the queue. Unallocated work yields whatever its size (invariant 4).
+MAX_DISPLACED_PER_GPU = 8
 
 
 def displaceable_tiers(tier: Tier) -> tuple[Tier, ...]:
@@ -23,12 +29,27 @@ def displaceable_tiers(tier: Tier) -> tuple[Tier, ...]:
     return ()
 
 
+def find_place(ctx: RoundContext, load: Load, wid: WorkloadId) -> Displacement | None:
+    """The cheapest place for a queued workload, displacing what its tier may displace."""
+    shape = ctx.shapes[wid]
+    tiers = displaceable_tiers(ctx.tier(wid))
+    found = place_displacing(shape, load, tiers)
+    if found is None or Tier.OVER not in tiers:
+        return found
+    over = sum(
+        sum(load.held[v].values()) for v in found.victims if ctx.tier(v) is Tier.OVER
+    )
+    if over > max(MAX_DISPLACED_PER_GPU * shape.gpus, int(ctx.hosts.cap.max())):
+        return place_displacing(shape, load, (Tier.UNALLOCATED,))
+    return found
+
+
 def greedy(ctx: RoundContext) -> Load:
     load = ctx.initial_load()
     for wid in ctx.order:
         if ctx.standings[wid].workload.running:
             continue  # kept where it runs unless displaced; never moved
-        found = place_displacing(ctx.shapes[wid], load, displaceable_tiers(ctx.tier(wid)))
+        found = find_place(ctx, load, wid)
         if found is None:
             continue
         for v in found.victims:

@@ -34,6 +34,8 @@ class Load:
         self.histogram = np.zeros((len(hosts.types), top + 1), np.int64)  # [type, free] -> hosts
         ready = np.flatnonzero(hosts.ready)
         np.add.at(self.histogram, (hosts.type_of[ready], hosts.cap[ready]), 1)
+        # Ready hosts with every GPU free, per kind (GPU type and size): a gang's quick test.
+        self.whole = np.bincount(hosts.kind_of[ready], minlength=len(hosts.kinds))
 
     def free(self) -> np.ndarray:
         """GPUs new work may take per host (nothing on hosts that are not ready). Read-only."""
@@ -43,9 +45,14 @@ class Load:
         self.used[h] += delta
         if self.hosts.ready[h]:
             t = self.hosts.type_of[h]
+            cap = self.hosts.cap[h]
+            was_whole = self._free[h] == cap
             self.histogram[t, self._free[h]] -= 1
-            self._free[h] = max(0, self.hosts.cap[h] - self.used[h])
+            self._free[h] = max(0, cap - self.used[h])
             self.histogram[t, self._free[h]] += 1
+            now_whole = self._free[h] == cap
+            if was_whole != now_whole:
+                self.whole[self.hosts.kind_of[h]] += 1 if now_whole else -1
 
     def hold(
         self,
@@ -112,8 +119,10 @@ class Load:
         """Some ready host of an allowed type has `gpus` free (types: bool mask over types)."""
         return bool(self.histogram[types, gpus:].any()) if gpus < self.histogram.shape[1] else False
 
-    def whole_free_hosts(self, types: np.ndarray) -> int:
-        """Ready hosts of an allowed type with all their GPUs free (an upper bound for gangs)."""
-        hosts = self.hosts
-        mask = hosts.ready & types[hosts.type_of] & (self._free == hosts.cap)
-        return int(mask.sum())
+    def may_fit_whole(self, gpus: int, types: np.ndarray) -> bool:
+        """Enough ready hosts of one allowed kind have every GPU free for a gang of `gpus`
+        (ignoring blocks: a necessary condition)."""
+        for kind, (gpu_type, cap) in enumerate(self.hosts.kinds):
+            if types[gpu_type] and self.whole[kind] >= -(-gpus // cap):
+                return True
+        return False

@@ -38,14 +38,12 @@ def _whole_hosts(
     the cheapest, in the best-fitting block (topology block), else as few blocks as possible
     (topology any); inside a block, from as few racks as possible."""
     best: tuple[tuple[float, ...], np.ndarray] | None = None
-    if not eligible.any():
-        return None
-    kinds = np.unique(np.stack([hosts.type_of[eligible], hosts.cap[eligible]], 1), axis=0)
-    for gpu_type, capacity in kinds.tolist():
+    per_kind = np.bincount(hosts.kind_of[eligible], minlength=len(hosts.kinds))
+    for kind, (_, capacity) in enumerate(hosts.kinds):
         need = shape.hosts_needed(capacity)
-        idx = np.flatnonzero(eligible & (hosts.cap == capacity) & (hosts.type_of == gpu_type))
-        if len(idx) < need:
+        if per_kind[kind] < need:
             continue
+        idx = np.flatnonzero(eligible & (hosts.kind_of == kind))
         c = np.zeros(len(idx)) if cost is None else cost[idx]
         blocks = hosts.block_of[idx]
         # Inside a block: cheapest first, then hosts of the racks with most eligible hosts, so
@@ -85,6 +83,8 @@ def _whole_hosts(
 def place_on(shape: Shape, load: Load) -> Placement | None:
     """`place` on the load's free GPUs, rejecting in O(1) what surely cannot fit."""
     if shape.single and not load.may_fit_single(shape.gpus, shape.types):
+        return None
+    if not shape.single and not load.may_fit_whole(shape.gpus, shape.types):
         return None
     return place(shape, load.free(), load.hosts)
 

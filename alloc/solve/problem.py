@@ -27,6 +27,8 @@ class HostArrays:
     blocks: tuple[str, ...]
     hosts_per_block: np.ndarray
     rack_of: np.ndarray  # index of the host's rack (racks of one name in two blocks differ)
+    kind_of: np.ndarray  # index into `kinds`
+    kinds: tuple[tuple[int, int], ...]  # (GPU type index, capacity): hosts a gang may mix
 
     @property
     def count(self) -> int:
@@ -40,6 +42,8 @@ def host_arrays(snapshot: Snapshot) -> HostArrays:
     type_index = {t: i for i, t in enumerate(types)}
     block_index = {b: i for i, b in enumerate(blocks)}
     block_of = np.fromiter((block_index[h.block] for h in hosts), np.int64, len(hosts))
+    kind_index = {k: i for i, k in enumerate(dict.fromkeys((type_index[h.gpu_type], h.gpus)
+                                                            for h in hosts))}
     return HostArrays(
         names=tuple(h.name for h in hosts),
         index=MappingProxyType({h.name: i for i, h in enumerate(hosts)}),
@@ -53,6 +57,9 @@ def host_arrays(snapshot: Snapshot) -> HostArrays:
         rack_of=np.unique([f"{h.block}/{h.rack}" for h in hosts], return_inverse=True)[1]
         if hosts
         else np.zeros(0, np.int64),
+        kind_of=np.fromiter((kind_index[(type_index[h.gpu_type], h.gpus)] for h in hosts),
+                            np.int64, len(hosts)),
+        kinds=tuple(kind_index),
     )
 
 

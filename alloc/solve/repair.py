@@ -14,9 +14,9 @@ from collections import defaultdict
 from alloc.domain import Occupancy, WorkloadId
 from alloc.policy.weights import Tier
 from alloc.solve.context import RoundContext
-from alloc.solve.greedy import displaceable_tiers
+from alloc.solve.greedy import displaceable_tiers, find_place
 from alloc.solve.load import Load
-from alloc.solve.placement import PlaceIndex, place, place_displacing, place_on
+from alloc.solve.placement import PlaceIndex, place, place_on
 
 MAX_PASSES = 20
 
@@ -72,7 +72,7 @@ def displace(ctx: RoundContext, load: Load) -> bool:
         if ctx.standings[wid].workload.running:
             changed |= _keep_displacing(ctx, load, wid)
             continue
-        found = place_displacing(ctx.shapes[wid], load, tiers)
+        found = find_place(ctx, load, wid)
         if found is None:
             continue
         for v in found.victims:

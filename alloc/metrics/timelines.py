@@ -1,0 +1,100 @@
+"""Hourly timelines of a simulation, as rows for CSV files and plots."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alloc.metrics.pyramid import HOUR
+from alloc.sim.engine import SimResult
+
+
+def _at(values: list[float], h: int) -> float:
+    return values[h] if h < len(values) else 0.0
+
+
+def timeline_rows(result: SimResult) -> list[dict[str, Any]]:
+    """Per hour, in average GPUs: installed, ready, allocated, unallocated, idle, unavailable,
+    queued."""
+    r = result.recorder
+    rows = []
+    for h in range(len(r.installed.values)):
+        installed = _at(r.installed.values, h) / HOUR
+        ready = _at(r.ready.values, h) / HOUR
+        allocated = _at(r.allocated.values, h) / HOUR
+        unallocated = _at(r.unallocated.values, h) / HOUR
+        rows.append(
+            {
+                "hour": h,
+                "installed": round(installed, 3),
+                "ready": round(ready, 3),
+                "allocated": round(allocated, 3),
+                "unallocated": round(unallocated, 3),
+                "idle": round(max(0.0, ready - allocated - unallocated), 3),
+                "unavailable": round(installed - ready, 3),
+                "queued": round(_at(r.queued.values, h) / HOUR, 3),
+            }
+        )
+    return rows
+
+
+def team_rows(result: SimResult) -> list[dict[str, Any]]:
+    """Per hour and team, in average GPUs: owed (capped at demand), delivered, demand; and the
+    team's fair-share ratio over the window at its first round of the hour."""
+    r = result.recorder
+    budgets = result.lab.budgets
+    rows = []
+    last_ratios: dict[str, float] = {}
+    for h in range(len(r.ready.values)):
+        last_ratios = {str(k): v for k, v in r.ratios.get(h, last_ratios).items()}
+        ready = r.ready.values[h] / HOUR
+        for leaf in budgets.leaves():
+            eff = budgets.effective_allocation(leaf)
+            if eff <= 0:
+                continue
+            demand = _at(r.demand[leaf].values, h) / HOUR
+            rows.append(
+                {
+                    "hour": h,
+                    "team": leaf,
+                    "owed": round(min(eff * ready, demand), 3),
+                    "delivered": round(_at(r.delivered[leaf].values, h) / HOUR, 3),
+                    "demand": round(demand, 3),
+                    "ratio": round(last_ratios.get(str(leaf), 0.0), 4),
+                }
+            )
+    return rows
+
+
+def job_rows(result: SimResult) -> list[dict[str, Any]]:
+    """One row per submitted job: class, waits, preemptions, lost work."""
+    from alloc.metrics.pyramid import job_class
+
+    budgets = result.lab.budgets
+    rows = []
+    for sj in result.world.jobs.values():
+        j = sj.job
+        if sj.state == "pending":
+            continue
+        funded = bool(j.budget and budgets.effective_allocation(j.budget) > 0)
+        allocated = funded and j.min_runtime_s > 0
+        start = sj.first_start_s
+        rows.append(
+            {
+                "id": j.id,
+                "team": j.budget or "",
+                "class": job_class(sj, allocated),
+                "kind": j.kind or "",
+                "gpus": j.gpus,
+                "submitted_s": j.submitted_s,
+                "first_start_s": "" if start is None else round(start, 3),
+                "end_s": "" if sj.end_s is None else round(sj.end_s, 3),
+                "wait_s": round(
+                    (start if start is not None else result.horizon_s) - j.submitted_s, 3
+                ),
+                "started": start is not None,
+                "preemptions": sj.preemptions,
+                "lost_gpu_hours": round(sj.lost_gpu_s / 3600.0, 4),
+                "state": sj.state,
+            }
+        )
+    return rows
