@@ -39,15 +39,16 @@ def job_class(sj: SimJob, allocated: bool) -> str:
     return "small"
 
 
-def _quantiles(values: list[float]) -> dict[str, float]:
+def _quantiles(values: list[float]) -> dict[str, float | None]:
+    """p50, p90, max (None without values) and the count."""
     if not values:
-        return {"p50": 0.0, "p90": 0.0, "max": 0.0, "count": 0}
+        return {"p50": None, "p90": None, "max": None, "count": 0}
     ordered = sorted(values)
 
     def q(p: float) -> float:
-        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 3)
 
-    return {"p50": q(0.5), "p90": q(0.9), "max": ordered[-1], "count": len(ordered)}
+    return {"p50": q(0.5), "p90": q(0.9), "max": round(ordered[-1], 3), "count": len(ordered)}
 
 
 def _ratio(num: float, den: float) -> float:
@@ -108,7 +109,9 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         teams[leaf] = {
             "owed_gpu_hours": round(owed / HOUR, 3),
             "delivered_gpu_hours": round(delivered / HOUR, 3),
+            "delivered_within_owed_gpu_hours": round(got / HOUR, 3),
             "delivered_over_owed": round(_ratio(got, owed), 6),
+            "jobs": w["count"],
             "wait_p50_s": w["p50"],
             "wait_p90_s": w["p90"],
             "preemptions": preempted_by_team.get(leaf, 0),

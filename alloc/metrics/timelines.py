@@ -12,16 +12,22 @@ def _at(values: list[float], h: int) -> float:
     return values[h] if h < len(values) else 0.0
 
 
+def _hour_seconds(result: SimResult, h: int) -> float:
+    """The length of hour h inside the run: the last hour may be partial."""
+    return max(1e-9, min(HOUR, result.horizon_s - h * HOUR))
+
+
 def timeline_rows(result: SimResult) -> list[dict[str, Any]]:
     """Per hour, in average GPUs: installed, ready, allocated, unallocated, idle, unavailable,
     queued."""
     r = result.recorder
     rows = []
     for h in range(len(r.installed.values)):
-        installed = _at(r.installed.values, h) / HOUR
-        ready = _at(r.ready.values, h) / HOUR
-        allocated = _at(r.allocated.values, h) / HOUR
-        unallocated = _at(r.unallocated.values, h) / HOUR
+        length = _hour_seconds(result, h)
+        installed = _at(r.installed.values, h) / length
+        ready = _at(r.ready.values, h) / length
+        allocated = _at(r.allocated.values, h) / length
+        unallocated = _at(r.unallocated.values, h) / length
         rows.append(
             {
                 "hour": h,
@@ -31,7 +37,7 @@ def timeline_rows(result: SimResult) -> list[dict[str, Any]]:
                 "unallocated": round(unallocated, 3),
                 "idle": round(max(0.0, ready - allocated - unallocated), 3),
                 "unavailable": round(installed - ready, 3),
-                "queued": round(_at(r.queued.values, h) / HOUR, 3),
+                "queued": round(_at(r.queued.values, h) / length, 3),
             }
         )
     return rows
@@ -39,27 +45,30 @@ def timeline_rows(result: SimResult) -> list[dict[str, Any]]:
 
 def team_rows(result: SimResult) -> list[dict[str, Any]]:
     """Per hour and team, in average GPUs: owed (capped at demand), delivered, demand; and the
-    team's fair-share ratio over the window at its first round of the hour."""
+    team's fair-share ratio over the window at the first round of the hour (empty before any)."""
     r = result.recorder
     budgets = result.lab.budgets
     rows = []
     last_ratios: dict[str, float] = {}
     for h in range(len(r.ready.values)):
-        last_ratios = {str(k): v for k, v in r.ratios.get(h, last_ratios).items()}
-        ready = r.ready.values[h] / HOUR
+        length = _hour_seconds(result, h)
+        if h in r.ratios:
+            last_ratios = {str(k): v for k, v in r.ratios[h].items()}
+        ready = r.ready.values[h] / length
         for leaf in budgets.leaves():
             eff = budgets.effective_allocation(leaf)
             if eff <= 0:
                 continue
-            demand = _at(r.demand[leaf].values, h) / HOUR
+            demand = _at(r.demand[leaf].values, h) / length
+            ratio = last_ratios.get(str(leaf))
             rows.append(
                 {
                     "hour": h,
                     "team": leaf,
                     "owed": round(min(eff * ready, demand), 3),
-                    "delivered": round(_at(r.delivered[leaf].values, h) / HOUR, 3),
+                    "delivered": round(_at(r.delivered[leaf].values, h) / length, 3),
                     "demand": round(demand, 3),
-                    "ratio": round(last_ratios.get(str(leaf), 0.0), 4),
+                    "ratio": "" if ratio is None else round(ratio, 4),
                 }
             )
     return rows
@@ -89,9 +98,10 @@ def job_rows(result: SimResult) -> list[dict[str, Any]]:
                 "first_start_s": "" if start is None else round(start, 3),
                 "end_s": "" if sj.end_s is None else round(sj.end_s, 3),
                 "wait_s": round(
-                    (start if start is not None else result.horizon_s) - j.submitted_s, 3
+                    max(0.0, (start if start is not None else result.horizon_s) - j.submitted_s),
+                    3,
                 ),
-                "started": start is not None,
+                "started": "true" if start is not None else "false",
                 "preemptions": sj.preemptions,
                 "lost_gpu_hours": round(sj.lost_gpu_s / 3600.0, 4),
                 "state": sj.state,

@@ -143,8 +143,10 @@ class Simulation:
         """Apply one event to the world; True if a round may now decide differently."""
         world = self.world
         if kind is Kind.ARRIVE:
-            world.arrive(WorkloadId(str(payload)))
-            return True
+            job_id = WorkloadId(str(payload))
+            world.arrive(job_id)
+            # Unallocated work only takes free GPUs: no room, no round.
+            return world.charged(world.jobs[job_id].job) or world.fits_free(job_id)
         if kind in (Kind.COMPLETE, Kind.PROTECTION_END):
             assert isinstance(payload, tuple)
             job_id, version = payload
@@ -154,7 +156,10 @@ class Simulation:
             if kind is Kind.COMPLETE:
                 world.complete(job_id)
                 return True
-            return bool(world.queued)  # only queued work can use what protection held
+            # The end of a protection matters at once if the work must go (a draining host) or
+            # if queued allocated work could take its place; otherwise the periodic
+            # rebalancing round acts on it.
+            return world.on_draining_host(sj) or world.could_take_place(sj)
         if kind is Kind.HOST:
             assert isinstance(payload, tuple)
             host, state = payload

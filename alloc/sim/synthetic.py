@@ -17,7 +17,8 @@ GPU-hours):
   ~40% (teams too small for 64-GPU runs offer it as training);
 - scavenger: 1-8 GPUs, 1-12 hours, minimum runtime 0 (unallocated), ~8%.
 Arrivals are Poisson with a day/night cycle; at the start every team also has a backlog of 1.5x
-its share in GPUs, which keeps demand around 2-3x supply. Priorities 0-2 inside teams.
+its share in GPUs, which keeps demand around 2-3x supply. Inside a team debug work has priority
+2 (researchers mark it urgent) and the rest 0 or 1.
 """
 
 from __future__ import annotations
@@ -164,7 +165,8 @@ def _job(rng: random.Random, n: int, team: BudgetPath, cls: JobClass, t: float) 
         runtime_s=round(runtime_h * HOUR_S, 1),
         min_runtime_s=round(min_runtime_h * HOUR_S),
         resumable=rng.random() < cls.resumable,
-        priority=rng.choice((0, 0, 0, 1, 2)),
+        # Debug work is marked urgent inside its team, as labs do; the rest spreads over 0-1.
+        priority=2 if cls.kind == "debug" else rng.choice((0, 0, 0, 1)),
         kind=cls.kind,
     )
 

@@ -128,8 +128,40 @@ class World:
             return job.budget
         return None
 
-    def _allocated(self, job: TraceJob) -> bool:
+    def charged(self, job: TraceJob) -> bool:
+        """Allocated occupancy: funded and a minimum runtime above zero."""
         return self._funded_leaf(job) is not None and job.min_runtime_s > 0
+
+    def fits_free(self, job_id: WorkloadId) -> bool:
+        """Some ready host has room for the job on free GPUs alone (whole hosts for a job
+        larger than any host: enough whole free hosts, blocks ignored)."""
+        gpus = self.jobs[job_id].job.gpus
+        whole = 0
+        largest = 0
+        for name, host in self.hosts.items():
+            if host.state is not HostState.READY or name in self.removed:
+                continue
+            largest = max(largest, host.gpus)
+            free = host.gpus - self.used[name]
+            if free >= gpus:
+                return True
+            whole += host.gpus if free == host.gpus else 0
+        return gpus > largest and whole >= gpus
+
+    def could_take_place(self, sj: SimJob) -> bool:
+        """Some queued allocated job fits on one of the running job's hosts with its GPUs and
+        the host's free GPUs (any queued allocated gang counts: blocks are not checked)."""
+        room = max(
+            (self.hosts[h].gpus - self.used[h] + g for h, g in sj.hosts.items()), default=0
+        )
+        largest = max(self.hosts[h].gpus for h in sj.hosts) if sj.hosts else 0
+        for q in self.queued.values():
+            if self.charged(q.job) and (q.job.gpus <= room or q.job.gpus > largest):
+                return True
+        return False
+
+    def on_draining_host(self, sj: SimJob) -> bool:
+        return any(self.hosts[h].state.draining for h in sj.hosts)
 
     def _held(self, sj: SimJob, sign: int) -> None:
         """Add (+1) or remove (-1) a running job's GPUs from the counters."""

@@ -42,8 +42,9 @@ def host_arrays(snapshot: Snapshot) -> HostArrays:
     type_index = {t: i for i, t in enumerate(types)}
     block_index = {b: i for i, b in enumerate(blocks)}
     block_of = np.fromiter((block_index[h.block] for h in hosts), np.int64, len(hosts))
-    kind_index = {k: i for i, k in enumerate(dict.fromkeys((type_index[h.gpu_type], h.gpus)
-                                                            for h in hosts))}
+    kind_index = {
+        k: i for i, k in enumerate(dict.fromkeys((type_index[h.gpu_type], h.gpus) for h in hosts))
+    }
     return HostArrays(
         names=tuple(h.name for h in hosts),
         index=MappingProxyType({h.name: i for i, h in enumerate(hosts)}),
@@ -57,8 +58,9 @@ def host_arrays(snapshot: Snapshot) -> HostArrays:
         rack_of=np.unique([f"{h.block}/{h.rack}" for h in hosts], return_inverse=True)[1]
         if hosts
         else np.zeros(0, np.int64),
-        kind_of=np.fromiter((kind_index[(type_index[h.gpu_type], h.gpus)] for h in hosts),
-                            np.int64, len(hosts)),
+        kind_of=np.fromiter(
+            (kind_index[(type_index[h.gpu_type], h.gpus)] for h in hosts), np.int64, len(hosts)
+        ),
         kinds=tuple(kind_index),
     )
 

@@ -1,0 +1,216 @@
+"""alloc.report: plots, report.html and what-if comparisons from hand-made output folders."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alloc.report import comparison_table, write_comparison, write_plots, write_report
+from alloc.report.plots import PLOTS
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+TEAMS = ("nlp/olmo", "<b>x</b>", "ml$ops$")
+CREDIT = "Derived from the Microsoft Philly trace (CC BY 4.0), ATC'19 <test>"
+
+
+def _team(delivered: float, ratio: float, p50: float, p90: float, preempt: int) -> dict[str, Any]:
+    return {"owed_gpu_hours": 100.0, "delivered_gpu_hours": delivered,
+            "delivered_over_owed": ratio, "wait_p50_s": p50, "wait_p90_s": p90,
+            "preemptions": preempt}
+
+
+def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        if rows:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+
+def make_run(folder: Path, teams: dict[str, dict[str, Any]] | None = None, hours: int = 3,
+             jobs: int = 6, **extra: Any) -> Path:
+    """An output folder as `alloc.sim.output.write_run` writes it."""
+    folder.mkdir(parents=True)
+    if teams is None:
+        teams = {t: _team(90.0 + 10 * i, 0.8 + 0.1 * i, 30.0 * i, 600.0 * i, i)
+                 for i, t in enumerate(TEAMS)}
+    worst = min(teams.items(), key=lambda kv: kv[1]["delivered_over_owed"], default=None)
+    counts = {"debug": jobs // 2, "small": jobs - jobs // 2, "large": 0, "unallocated": 0}
+    metrics = {
+        "policy": "milp", "seed": 1, "days": hours / 24, "rounds": 12, "skipped_rounds": 2,
+        "wall_seconds": 0.5, "availability": 0.97, "occupancy": 0.95,
+        "allocated_occupancy": 0.8, "unallocated_occupancy": 0.15,
+        "occupancy_while_queued": 0.99, "delivered_over_owed": 0.9,
+        "worst_team": {"budget": worst[0], "delivered_over_owed": worst[1]["delivered_over_owed"]}
+        if worst else None,
+        "teams": teams,
+        "wait_s": {k: {"p50": 60.0 * bool(n), "p90": 600.0 * bool(n), "max": 3600.0 * bool(n),
+                       "count": n} for k, n in counts.items()},
+        "preemptions": 4, "preempted_gpu_hours_lost": 12.5, "drains_completed": 1,
+        "drain_hours_p50": 2.0, "utilization": None, "invariant_violations": 0,
+        "jobs": {"submitted": jobs, "completed": jobs - 1, "running_at_end": 1,
+                 "queued_at_end": 0},
+        **extra,
+    }
+    (folder / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+    _csv(folder / "timeline.csv", [
+        {"hour": h, "installed": 64.0, "ready": 60.0, "allocated": 40.0 + h, "unallocated": 10.0,
+         "idle": 10.0 - h, "unavailable": 4.0, "queued": 30.0 - 5 * h} for h in range(hours)])
+    _csv(folder / "teams.csv", [
+        {"hour": h, "team": t, "owed": 10.0, "delivered": 9.0 + i, "demand": 12.0,
+         "ratio": 0.8 + 0.1 * i + 0.01 * h} for h in range(hours) for i, t in enumerate(teams)])
+    _csv(folder / "jobs.csv", [
+        {"id": f"j{k}", "team": TEAMS[k % len(TEAMS)], "class": "debug" if k < jobs // 2 else
+         "small", "kind": "", "gpus": 8, "submitted_s": 100.0 * k, "first_start_s": 100.0 * k +
+         10 ** (k % 5), "end_s": "", "wait_s": float(10 ** (k % 5)), "started": k != jobs - 1,
+         "preemptions": 0, "lost_gpu_hours": 0.0, "state": "running"} for k in range(jobs)])
+    _csv(folder / "rounds.csv", [
+        {"t_s": 300.0 * k, "seconds": 0.01, "status": "optimal", "violations": 0, "starts": 1,
+         "preempts": 0} for k in range(12)])
+    return folder
+
+
+def empty_run(folder: Path) -> Path:
+    """A run with nothing in it: no teams, no hours, no jobs (the CSVs are empty files)."""
+    return make_run(folder, teams={}, hours=0, jobs=0)
+
+
+def assert_png(path: Path, min_bytes: int = 4000) -> None:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC, path
+    assert len(data) > min_bytes, (path, len(data))
+
+
+def test_write_plots_draws_the_four_pngs(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    paths = write_plots(run)
+    assert [p.name for p in paths] == list(PLOTS)
+    for p in paths:
+        assert p.parent == run
+        assert_png(p, 15000)
+
+
+@pytest.mark.parametrize("kind", ["empty", "one-hour"])
+def test_write_plots_handles_empty_and_tiny_runs(tmp_path: Path, kind: str) -> None:
+    if kind == "empty":
+        run = empty_run(tmp_path / "run")
+        assert (run / "jobs.csv").read_text() == ""
+    else:
+        run = make_run(tmp_path / "run", hours=1, jobs=1)
+    for p in write_plots(run):
+        assert_png(p)
+
+
+def test_write_plots_needs_metrics(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="metrics.json"):
+        write_plots(tmp_path)
+
+
+def _images(html: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
+
+
+def test_report_is_self_contained_and_escaped(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    path = write_report(run, "Philly <replay> & co", credit=CREDIT)
+    assert path == run / "report.html"
+    html = path.read_text(encoding="utf-8")
+    assert "Philly &lt;replay&gt; &amp; co" in html
+    assert "<replay>" not in html
+    assert html.count("Microsoft Philly trace (CC BY 4.0), ATC&#x27;19 &lt;test&gt;") == 2
+    assert "nlp/olmo" in html and "ml$ops$" in html
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
+    images = _images(html)
+    assert len(images) == 4 and all(i[:8] == PNG_MAGIC for i in images)
+    assert not re.search(r'(src|href)="(?!data:)', html)  # no external assets
+    assert "not in the trace" in html  # utilization is null
+    for text in ("97.0%", "95.0%", "80.0%", "15.0%", "90.0%", "12.5", "optimal 12"):
+        assert text in html
+
+
+def test_report_credit_recorded_by_the_run_and_none(tmp_path: Path) -> None:
+    recorded = make_run(tmp_path / "a", credit="Derived from ITP <x>", source="itp")
+    html = write_report(recorded, "itp").read_text(encoding="utf-8")
+    assert html.count("Derived from ITP &lt;x&gt;") == 2
+    plain = write_report(make_run(tmp_path / "b"), "synthetic").read_text(encoding="utf-8")
+    assert 'class="credit"' not in plain
+
+
+def test_report_of_an_empty_run(tmp_path: Path) -> None:
+    html = write_report(empty_run(tmp_path / "run"), "empty").read_text(encoding="utf-8")
+    assert len(_images(html)) == 4
+    assert "No funded teams." in html
+
+
+def _runs(tmp_path: Path) -> list[tuple[str, Path]]:
+    base = make_run(tmp_path / "base", teams={
+        "a": _team(100.0, 0.8, 60.0, 600.0, 3), "b": _team(50.0, 1.0, 0.0, 10.0, 0)})
+    alt = make_run(tmp_path / "alt", teams={
+        "a": _team(120.0, 0.9, 30.0, 900.0, 1), "<b>x</b>": _team(5.0, 0.5, 1.0, 2.0, 7)})
+    return [("baseline", base), ("alt <i>", alt), ("empty", empty_run(tmp_path / "empty"))]
+
+
+def test_comparison_csv_has_the_deltas(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    write_comparison(out, _runs(tmp_path))
+    with (out / "comparison.csv").open(newline="", encoding="utf-8") as f:
+        rows = {(r["team"], r["run"]): r for r in csv.DictReader(f)}
+    assert len(rows) == 3 * 3  # teams a, b, <b>x</b> x three runs
+    a = rows[("a", "alt <i>")]
+    assert (a["delivered_gpu_hours"], a["delta_delivered_gpu_hours"]) == ("120.0", "20.0")
+    assert float(a["delta_delivered_over_owed"]) == pytest.approx(0.1)
+    assert (a["delta_wait_p50_s"], a["delta_wait_p90_s"]) == ("-30.0", "300.0")
+    assert (a["preemptions"], a["delta_preemptions"]) == ("1", "-2")
+    base = rows[("a", "baseline")]
+    assert [base[f"delta_{k}"] for k in ("delivered_gpu_hours", "preemptions")] == ["0.0", "0"]
+    # a team missing from a run, or from the baseline, has no numbers or no deltas
+    assert rows[("b", "alt <i>")]["delivered_gpu_hours"] == ""
+    new = rows[("<b>x</b>", "alt <i>")]
+    assert new["delivered_gpu_hours"] == "5.0" and new["delta_delivered_gpu_hours"] == ""
+    assert rows[("a", "empty")]["delta_preemptions"] == ""
+
+
+def test_comparison_json_png_html(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    html_path = write_comparison(out, _runs(tmp_path), credit=CREDIT)
+    assert html_path == out / "comparison.html"
+    data = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert data["baseline"] == "baseline" and data["credit"] == CREDIT
+    assert [r["label"] for r in data["runs"]] == ["baseline", "alt <i>", "empty"]
+    assert data["runs"][1]["delta"]["preemptions"] == 0
+    assert data["runs"][2]["overall"]["wait_debug_p50_s"] is None  # no jobs, no quantile
+    assert data["teams"]["a"]["alt <i>"]["delta"]["preemptions"] == -2
+    assert "empty" not in data["teams"]["a"]
+    assert_png(out / "comparison.png", 15000)
+    html = html_path.read_text(encoding="utf-8")
+    assert html.count("ATC&#x27;19 &lt;test&gt;") == 2
+    assert "alt &lt;i&gt;" in html and "<i>" not in html
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
+    assert 'class="good"' in html and 'class="bad"' in html
+    assert len(_images(html)) == 1
+
+
+def test_comparison_table_rows(tmp_path: Path) -> None:
+    rows = comparison_table(_runs(tmp_path)[:2])
+    assert rows[0] == ["team", "baseline", "alt <i>", "Δ alt <i>"]
+    by_team = {r[0]: r for r in rows[1:]}
+    assert set(by_team) == {"a", "b", "<b>x</b>"}
+    assert by_team["a"][1] == "100 h / 80.0% / 1 min / 10 min / 3"
+    assert by_team["a"][2] == "120 h / 90.0% / 30 s / 15 min / 1"
+    assert by_team["a"][3] == "+20 h / +10.0 pp / -30 s / +5 min / -2"
+    assert by_team["b"][2:] == ["-", "-"]
+    assert all(len(r) == 4 for r in rows)
+
+
+def test_comparison_rejects_bad_runs(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    with pytest.raises(ValueError, match="distinct"):
+        comparison_table([("x", run), ("x", run)])
+    with pytest.raises(ValueError, match="no runs"):
+        write_comparison(tmp_path / "out", [])
