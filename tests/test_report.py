@@ -20,9 +20,14 @@ CREDIT = "Derived from the Microsoft Philly trace (CC BY 4.0), ATC'19 <test>"
 
 
 def _team(delivered: float, ratio: float, p50: float, p90: float, preempt: int) -> dict[str, Any]:
-    return {"owed_gpu_hours": 100.0, "delivered_gpu_hours": delivered,
-            "delivered_over_owed": ratio, "wait_p50_s": p50, "wait_p90_s": p90,
-            "preemptions": preempt}
+    return {
+        "owed_gpu_hours": 100.0,
+        "delivered_gpu_hours": delivered,
+        "delivered_over_owed": ratio,
+        "wait_p50_s": p50,
+        "wait_p90_s": p90,
+        "preemptions": preempt,
+    }
 
 
 def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -33,46 +38,119 @@ def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
             w.writerows(rows)
 
 
-def make_run(folder: Path, teams: dict[str, dict[str, Any]] | None = None, hours: int = 3,
-             jobs: int = 6, **extra: Any) -> Path:
+def make_run(
+    folder: Path,
+    teams: dict[str, dict[str, Any]] | None = None,
+    hours: int = 3,
+    jobs: int = 6,
+    **extra: Any,
+) -> Path:
     """An output folder as `alloc.sim.output.write_run` writes it."""
     folder.mkdir(parents=True)
     if teams is None:
-        teams = {t: _team(90.0 + 10 * i, 0.8 + 0.1 * i, 30.0 * i, 600.0 * i, i)
-                 for i, t in enumerate(TEAMS)}
+        teams = {
+            t: _team(90.0 + 10 * i, 0.8 + 0.1 * i, 30.0 * i, 600.0 * i, i)
+            for i, t in enumerate(TEAMS)
+        }
     worst = min(teams.items(), key=lambda kv: kv[1]["delivered_over_owed"], default=None)
     counts = {"debug": jobs // 2, "small": jobs - jobs // 2, "large": 0, "unallocated": 0}
     metrics = {
-        "policy": "milp", "seed": 1, "days": hours / 24, "rounds": 12, "skipped_rounds": 2,
-        "wall_seconds": 0.5, "availability": 0.97, "occupancy": 0.95,
-        "allocated_occupancy": 0.8, "unallocated_occupancy": 0.15,
-        "occupancy_while_queued": 0.99, "delivered_over_owed": 0.9,
+        "policy": "milp",
+        "seed": 1,
+        "days": hours / 24,
+        "rounds": 12,
+        "skipped_rounds": 2,
+        "wall_seconds": 0.5,
+        "availability": 0.97,
+        "occupancy": 0.95,
+        "allocated_occupancy": 0.8,
+        "unallocated_occupancy": 0.15,
+        "occupancy_while_queued": 0.99,
+        "delivered_over_owed": 0.9,
         "worst_team": {"budget": worst[0], "delivered_over_owed": worst[1]["delivered_over_owed"]}
-        if worst else None,
+        if worst
+        else None,
         "teams": teams,
-        "wait_s": {k: {"p50": 60.0 * bool(n), "p90": 600.0 * bool(n), "max": 3600.0 * bool(n),
-                       "count": n} for k, n in counts.items()},
-        "preemptions": 4, "preempted_gpu_hours_lost": 12.5, "drains_completed": 1,
-        "drain_hours_p50": 2.0, "utilization": None, "invariant_violations": 0,
-        "jobs": {"submitted": jobs, "completed": jobs - 1, "running_at_end": 1,
-                 "queued_at_end": 0},
+        "wait_s": {
+            k: {"p50": 60.0 * bool(n), "p90": 600.0 * bool(n), "max": 3600.0 * bool(n), "count": n}
+            for k, n in counts.items()
+        },
+        "preemptions": 4,
+        "preempted_gpu_hours_lost": 12.5,
+        "drains_completed": 1,
+        "drain_hours_p50": 2.0,
+        "utilization": None,
+        "invariant_violations": 0,
+        "jobs": {"submitted": jobs, "completed": jobs - 1, "running_at_end": 1, "queued_at_end": 0},
         **extra,
     }
     (folder / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
-    _csv(folder / "timeline.csv", [
-        {"hour": h, "installed": 64.0, "ready": 60.0, "allocated": 40.0 + h, "unallocated": 10.0,
-         "idle": 10.0 - h, "unavailable": 4.0, "queued": 30.0 - 5 * h} for h in range(hours)])
-    _csv(folder / "teams.csv", [
-        {"hour": h, "team": t, "owed": 10.0, "delivered": 9.0 + i, "demand": 12.0,
-         "ratio": 0.8 + 0.1 * i + 0.01 * h} for h in range(hours) for i, t in enumerate(teams)])
-    _csv(folder / "jobs.csv", [
-        {"id": f"j{k}", "team": TEAMS[k % len(TEAMS)], "class": "debug" if k < jobs // 2 else
-         "small", "kind": "", "gpus": 8, "submitted_s": 100.0 * k, "first_start_s": 100.0 * k +
-         10 ** (k % 5), "end_s": "", "wait_s": float(10 ** (k % 5)), "started": k != jobs - 1,
-         "preemptions": 0, "lost_gpu_hours": 0.0, "state": "running"} for k in range(jobs)])
-    _csv(folder / "rounds.csv", [
-        {"t_s": 300.0 * k, "seconds": 0.01, "status": "optimal", "violations": 0, "starts": 1,
-         "preempts": 0} for k in range(12)])
+    _csv(
+        folder / "timeline.csv",
+        [
+            {
+                "hour": h,
+                "installed": 64.0,
+                "ready": 60.0,
+                "allocated": 40.0 + h,
+                "unallocated": 10.0,
+                "idle": 10.0 - h,
+                "unavailable": 4.0,
+                "queued": 30.0 - 5 * h,
+            }
+            for h in range(hours)
+        ],
+    )
+    _csv(
+        folder / "teams.csv",
+        [
+            {
+                "hour": h,
+                "team": t,
+                "owed": 10.0,
+                "delivered": 9.0 + i,
+                "demand": 12.0,
+                "ratio": 0.8 + 0.1 * i + 0.01 * h,
+            }
+            for h in range(hours)
+            for i, t in enumerate(teams)
+        ],
+    )
+    _csv(
+        folder / "jobs.csv",
+        [
+            {
+                "id": f"j{k}",
+                "team": TEAMS[k % len(TEAMS)],
+                "class": "debug" if k < jobs // 2 else "small",
+                "kind": "",
+                "gpus": 8,
+                "submitted_s": 100.0 * k,
+                "first_start_s": 100.0 * k + 10 ** (k % 5),
+                "end_s": "",
+                "wait_s": float(10 ** (k % 5)),
+                "started": k != jobs - 1,
+                "preemptions": 0,
+                "lost_gpu_hours": 0.0,
+                "state": "running",
+            }
+            for k in range(jobs)
+        ],
+    )
+    _csv(
+        folder / "rounds.csv",
+        [
+            {
+                "t_s": 300.0 * k,
+                "seconds": 0.01,
+                "status": "optimal",
+                "violations": 0,
+                "starts": 1,
+                "preempts": 0,
+            }
+            for k in range(12)
+        ],
+    )
     return folder
 
 
@@ -149,10 +227,14 @@ def test_report_of_an_empty_run(tmp_path: Path) -> None:
 
 
 def _runs(tmp_path: Path) -> list[tuple[str, Path]]:
-    base = make_run(tmp_path / "base", teams={
-        "a": _team(100.0, 0.8, 60.0, 600.0, 3), "b": _team(50.0, 1.0, 0.0, 10.0, 0)})
-    alt = make_run(tmp_path / "alt", teams={
-        "a": _team(120.0, 0.9, 30.0, 900.0, 1), "<b>x</b>": _team(5.0, 0.5, 1.0, 2.0, 7)})
+    base = make_run(
+        tmp_path / "base",
+        teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3), "b": _team(50.0, 1.0, 0.0, 10.0, 0)},
+    )
+    alt = make_run(
+        tmp_path / "alt",
+        teams={"a": _team(120.0, 0.9, 30.0, 900.0, 1), "<b>x</b>": _team(5.0, 0.5, 1.0, 2.0, 7)},
+    )
     return [("baseline", base), ("alt <i>", alt), ("empty", empty_run(tmp_path / "empty"))]
 
 

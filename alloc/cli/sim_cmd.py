@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
@@ -112,15 +113,30 @@ def sim_options(
     time_limit: str | None,
     ledger: str,
 ) -> dict[str, Any]:
+    interval = _duration("--round-interval", round_interval)
+    if not interval:
+        raise InputError("--round-interval", "", "the periodic round needs an interval above 0")
     mtbf_s = _duration("--mtbf", mtbf)
+    if mtbf is not None and not mtbf_s:
+        raise InputError(
+            "--mtbf", "", "a mean time between failures is above 0 (omit it for no failures)"
+        )
+    limit = _duration("--time-limit", time_limit)
+    if time_limit is not None and not limit:
+        raise InputError("--time-limit", "", "a time limit is above 0")
+    if ledger != ":memory:":
+        try:
+            sqlite3.connect(ledger).close()
+        except sqlite3.Error as exc:
+            raise InputError("--ledger", "", f"cannot open {ledger!r} as SQLite: {exc}") from None
     return {
-        "round_interval_s": _duration("--round-interval", round_interval),
+        "round_interval_s": interval,
         "min_round_gap_s": _duration("--min-round-gap", min_round_gap),
         "checkpoint_interval_s": _duration("--checkpoint", checkpoint),
         "mtbf_h": mtbf_s / 3600.0 if mtbf_s else None,
         "repair_h": (_duration("--repair", repair) or 0.0) / 3600.0,
         "host_events": str(host_events) if host_events else None,
-        "time_limit_s": _duration("--time-limit", time_limit),
+        "time_limit_s": limit,
         "ledger": ledger,
     }
 
@@ -268,9 +284,12 @@ def whatif(
     time_limit: Annotated[str | None, typer.Option(help="MILP limit per round.")] = None,
 ) -> None:
     """Replay one trace under several budget trees and/or policies, side by side."""
-    from alloc.cli.app import _run
+    from alloc.cli.app import _run, write_atomically
     from alloc.io import parse_instance
     from alloc.io.scenario import load_scenario
+    from alloc.io.trace_csv import parse_trace
+    from alloc.io.trace_csv import trace_text as write_trace_text
+    from alloc.sim.synthetic import SyntheticLab, synthetic_trace
 
     def act() -> None:
         options = sim_options(
@@ -278,25 +297,46 @@ def whatif(
         )
         base = base_spec(lab, trace, synthetic, days, seed, options)
         names = [_policy(p.strip()) for p in policies.split(",") if p.strip()]
-        labs = [("base", base.lab_yaml)]
+        if not names:
+            raise InputError("--policies", "", "name at least one policy, e.g. milp,greedy")
+        labs = [("base", base.lab_yaml, base.lab_file)]
         lab_snapshot = parse_instance(base.lab_yaml, base.lab_file)
         for path in scenario or []:
             name, alt = load_scenario(path, lab_snapshot)
-            labs.append((name, dump_instance(alt, f"scenario {name} ({path})")))
+            source = f"scenario {name} ({path})"
+            labs.append((name, dump_instance(alt, source), source))
+        trace_text: str | None = None
+        if base.trace is None:
+            # One synthetic trace, drawn from the base lab, replayed under every scenario.
+            drawn = synthetic_trace(lab_snapshot, SyntheticLab(days=days, seed=seed))
+            trace_text = write_trace_text(drawn)
         specs = []
-        for name, text in labs:
+        for name, text, source in labs:
+            if trace_text is not None:
+                tree = parse_instance(text, source)
+                parse_trace(
+                    trace_text,
+                    "the synthetic trace",
+                    tree.budgets,
+                    tree.policy.max_min_runtime_s,
+                    source,
+                )
             for p in names:
-                label = f"{name}/{p}"
                 spec = replace(
                     base,
-                    label=label,
+                    label=f"{name}/{p}",
                     lab_yaml=text,
                     policy=p,
                     out=str(out / f"{name}-{p}"),
-                    lab_file=f"{name} lab",
+                    lab_file=source,
                 )
-                load_inputs(spec)  # e.g. a trace budget that this scenario's tree lacks
+                if trace_text is None:
+                    load_inputs(spec)  # e.g. a trace budget that this scenario's tree lacks
                 specs.append(spec)
+        if trace_text is not None:
+            trace_path = out / "trace.csv"
+            write_atomically(trace_path, trace_text)
+            specs = [replace(s, trace=str(trace_path)) for s in specs]
         results: dict[str, dict[str, Any]] = {}
         if jobs > 1 and len(specs) > 1:
             with ProcessPoolExecutor(max_workers=jobs) as pool:

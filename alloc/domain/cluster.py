@@ -35,7 +35,7 @@ class Host:
     state: HostState = HostState.READY
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Cluster:
     name: str
     hosts: tuple[Host, ...]

@@ -29,6 +29,7 @@ class Workload:
     gpu_type: str | None = None
     started: datetime | None = None
     hosts: Mapping[HostName, int] = field(default_factory=lambda: MappingProxyType({}))
+    runtime_s: float | None = None  # work it still needs; known to a simulation only
 
     def __post_init__(self) -> None:
         if not isinstance(self.hosts, MappingProxyType):

@@ -32,7 +32,9 @@ def format_duration(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
+    if float(seconds).is_integer():
+        return f"{int(seconds)}s"
+    return f"{seconds!r}s"
 
 
 def parse_time(value: object) -> datetime:

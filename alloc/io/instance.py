@@ -344,6 +344,7 @@ def _workload(
         gpu_type=w.gpu_type,
         started=w.started,
         hosts=hosts,
+        runtime_s=w.runtime,
     )
 
 

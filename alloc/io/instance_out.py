@@ -133,4 +133,6 @@ def _workload(w: Any) -> dict[str, Any]:
     if w.started is not None:
         out["started"] = format_time(w.started)
         out["hosts"] = dict(w.hosts)
+    if w.runtime_s is not None:
+        out["runtime"] = format_duration(w.runtime_s)
     return out

@@ -136,6 +136,7 @@ class WorkloadIn(_Strict):
     submitted: Time | None = None
     started: Time | None = None
     hosts: dict[Name, Gpus] | None = None
+    runtime: Duration | None = None  # work it still needs (simulation only)
 
 
 class InstanceIn(_Strict):

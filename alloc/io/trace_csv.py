@@ -32,10 +32,14 @@ FALSE = {"0", "false", "no", "n", "f"}
 
 
 def read_trace(
-    path: str | Path, budgets: BudgetTree | None = None, max_min_runtime_s: float | None = None
+    path: str | Path,
+    budgets: BudgetTree | None = None,
+    max_min_runtime_s: float | None = None,
+    tree_source: str = "the lab",
 ) -> list[TraceJob]:
-    """Read and check a trace; with `budgets`, every budget must be a leaf of that tree, and
-    with `max_min_runtime_s`, no minimum runtime may exceed it."""
+    """Read and check a trace; with `budgets` (of `tree_source`, named in messages), every
+    budget must be a leaf of that tree, and with `max_min_runtime_s`, no minimum runtime may
+    exceed it."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -43,7 +47,7 @@ def read_trace(
         raise InputError(file, "", "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(file, "", f"cannot read the file: {exc}") from None
-    return parse_trace(text, file, budgets, max_min_runtime_s)
+    return parse_trace(text, file, budgets, max_min_runtime_s, tree_source)
 
 
 def parse_trace(
@@ -51,6 +55,7 @@ def parse_trace(
     file: str = "<trace>",
     budgets: BudgetTree | None = None,
     max_min_runtime_s: float | None = None,
+    tree_source: str = "the lab",
 ) -> list[TraceJob]:
     reader = csv.DictReader(io.StringIO(text))
     header = reader.fieldnames or []
@@ -70,7 +75,7 @@ def parse_trace(
     seen: dict[str, int] = {}
     for row in reader:
         line = reader.line_num
-        job = _job(row, file, line, budgets, max_min_runtime_s)
+        job = _job(row, file, line, budgets, max_min_runtime_s, tree_source)
         if job.id in seen:
             raise InputError(file, "id", f"job id {job.id!r} also on line {seen[job.id]}", line)
         seen[job.id] = line
@@ -84,6 +89,7 @@ def _job(
     line: int,
     budgets: BudgetTree | None,
     max_min_runtime_s: float | None,
+    tree_source: str,
 ) -> TraceJob:
     def field(name: str) -> str:
         value = row.get(name)
@@ -115,7 +121,7 @@ def _job(
             raise InputError(
                 file,
                 "budget",
-                f"unknown budget node {budget!r} (not in the lab's budget tree)",
+                f"unknown budget node {budget!r} (not in the budget tree of {tree_source})",
                 line,
             )
         if not budgets.node(budget).is_leaf:

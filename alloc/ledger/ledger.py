@@ -54,11 +54,13 @@ class Ledger:
         """Closed intervals from before the ledger's first event (e.g. usage an instance
         states for its window): stored, and counted by later window queries."""
         self.store.add(intervals)
-        for i in sorted(intervals, key=lambda i: i.start_s):
-            if i.charged and i.budget:
-                integral = self._integrals[i.budget]
-                integral.change(i.start_s, i.gpus)
-                integral.change(i.end_s, -i.gpus)
+        changes = sorted(
+            [(i.start_s, i.budget, i.gpus) for i in intervals if i.charged and i.budget]
+            + [(i.end_s, i.budget, -i.gpus) for i in intervals if i.charged and i.budget]
+        )
+        for t, budget, delta in changes:
+            assert budget
+            self._integrals[budget].change(t, delta)
 
     def _tick(self, t: float) -> None:
         if t < self._now:

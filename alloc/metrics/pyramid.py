@@ -2,7 +2,8 @@
 
 - availability: ready GPU time / installed GPU time.
 - occupancy: GPU time held by work / ready GPU time, split allocated / unallocated; and the same
-  over the hours in which work was queued (`occupancy_while_queued`).
+  over the time in which a round had left queued work waiting (`occupancy_while_queued`: the
+  seconds between an arrival and the round that starts it do not count).
 - impact, per budget leaf ("team"): owed = effective allocation x ready GPU time, capped hour by
   hour at the team's demand (GPU time of its allocated work, queued or running);
   delivered = its allocated GPU time. delivered/owed = sum over hours of min(delivered, owed)
@@ -18,6 +19,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
@@ -45,8 +47,8 @@ def _quantiles(values: list[float]) -> dict[str, float | None]:
         return {"p50": None, "p90": None, "max": None, "count": 0}
     ordered = sorted(values)
 
-    def q(p: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 3)
+    def q(p: float) -> float:  # nearest rank
+        return round(ordered[max(0, math.ceil(p * len(ordered)) - 1)], 3)
 
     return {"p50": q(0.5), "p90": q(0.9), "max": round(ordered[-1], 3), "count": len(ordered)}
 
@@ -80,9 +82,8 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
     }
     ready = r.ready.total()
     held = r.allocated.total() + r.unallocated.total()
-    queued_hours = [h for h, q in enumerate(r.queued.values) if q > 0]
-    ready_q = sum(r.ready.values[h] for h in queued_hours)
-    held_q = sum(r.allocated.values[h] + r.unallocated.values[h] for h in queued_hours)
+    ready_q = r.ready_while_waiting.total()
+    held_q = r.held_while_waiting.total()
 
     waits: dict[str, list[float]] = {"debug": [], "small": [], "large": [], "unallocated": []}
     team_waits: dict[BudgetPath, list[float]] = {leaf: [] for leaf in funded}

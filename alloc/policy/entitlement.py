@@ -32,14 +32,26 @@ def split(
 
     alloc = base(total)
     if sum(alloc) > total + 1e-9:
-        low, top = 0.0, total
-        for _ in range(100):
-            mid = (low + top) / 2
-            if sum(base(mid)) > total:
-                top = mid
-            else:
-                low = mid
-        alloc = base(low)
+        # The sum is piecewise linear and non-decreasing in x: find the piece where it reaches
+        # `total` among the breakpoints lo/share and hi/share, then interpolate.
+        points = sorted(
+            {0.0, total}
+            | {
+                v / s
+                for s, low_i, high_i in zip(shares, lo, hi, strict=True)
+                if s > 0
+                for v in (low_i, high_i)
+                if v / s < total
+            }
+        )
+        below = 0.0
+        for x in points:
+            if sum(base(x)) > total:
+                f0, f1 = sum(base(below)), sum(base(x))
+                t = (total - f0) / (f1 - f0) if f1 > f0 else 0.0
+                alloc = base(below + t * (x - below))
+                break
+            below = x
     left = total - sum(alloc)
     for i in sorted(range(n), key=lambda i: (ratios[i], i)):
         if left <= 1e-9:

@@ -47,7 +47,7 @@ class SimConfig:
     # The contract's policies validate their own plans inside the round (a violation is a bug
     # and raises); the baselines' plans are checked here and their violations counted.
     keeps_contract: bool = True
-    skip_quiet_rounds: bool = True  # sound for policies that never preempt without a start
+    skip_quiet_rounds: bool = False  # sound for policies that never preempt without a start
 
 
 @dataclass
@@ -104,7 +104,16 @@ class Simulation:
         result = SimResult(self.lab, self.config, self.world, self.recorder)
         horizon = result.horizon_s
         for sj in self.world.jobs.values():
-            self.push(max(0.0, sj.job.submitted_s), Kind.ARRIVE, sj.job.id)
+            if sj.state == "pending":
+                self.push(max(0.0, sj.job.submitted_s), Kind.ARRIVE, sj.job.id)
+        for sj in self.world.running.values():  # the lab's running workloads
+            self.push(sj.seg_start_s + sj.remaining_s, Kind.COMPLETE, (sj.job.id, sj.version))
+            if sj.allocated and sj.seg_start_s + sj.job.min_runtime_s > 0:
+                self.push(
+                    sj.seg_start_s + sj.job.min_runtime_s,
+                    Kind.PROTECTION_END,
+                    (sj.job.id, sj.version),
+                )
         for e in self.config.host_events:
             self.push(e.t_s, Kind.HOST, (e.host, e.state))
         if self.config.failures and self.failure_rng:
@@ -136,6 +145,7 @@ class Simulation:
             if progress:
                 progress(t)
         self.world.advance(horizon)
+        self.world.ledger.close(self.world.epoch0 + horizon)  # work still running is charged
         result.wall_seconds = time.perf_counter() - started
         return result
 
@@ -185,6 +195,7 @@ class Simulation:
         self.last_round_s = t
         if self.config.skip_quiet_rounds and nothing_to_decide(self.world):
             result.skipped_rounds += 1
+            self.recorder.rates.waiting = self.world.rates.queued
             return
         snapshot = self.executor.snapshot()
         began = time.perf_counter()
@@ -207,6 +218,7 @@ class Simulation:
                 self.push(t + sj.job.min_runtime_s, Kind.PROTECTION_END, (r.workload, sj.version))
         for name in plan.drained_hosts:
             self._hand_over(t, name)
+        self.recorder.rates.waiting = self.world.rates.queued
         self.recorder.rounds.append(
             RoundRecord(
                 t,

@@ -21,6 +21,7 @@ class Rates:
     unallocated: int = 0  # ... by unallocated work
     held_elsewhere: int = 0  # GPUs held on hosts that are not ready (draining)
     queued: int = 0  # GPUs asked for by queued work
+    waiting: int = 0  # GPUs of queued work the last round left waiting
     delivered: defaultdict[BudgetPath, int] = field(default_factory=lambda: defaultdict(int))
     demand: defaultdict[BudgetPath, int] = field(default_factory=lambda: defaultdict(int))
     busy_util: float = 0.0  # sum of gpus x util over running work that states its util
@@ -78,6 +79,8 @@ class Recorder:
     allocated: Series = field(default_factory=Series)
     unallocated: Series = field(default_factory=Series)
     queued: Series = field(default_factory=Series)
+    ready_while_waiting: Series = field(default_factory=Series)
+    held_while_waiting: Series = field(default_factory=Series)
     util: Series = field(default_factory=Series)  # gpu x util seconds
     util_gpus: Series = field(default_factory=Series)
     delivered: defaultdict[BudgetPath, Series] = field(default_factory=lambda: defaultdict(Series))
@@ -102,6 +105,9 @@ class Recorder:
             self.allocated.add(hour, r.allocated * dt)
             self.unallocated.add(hour, r.unallocated * dt)
             self.queued.add(hour, r.queued * dt)
+            if r.waiting:
+                self.ready_while_waiting.add(hour, r.ready * dt)
+                self.held_while_waiting.add(hour, (r.allocated + r.unallocated) * dt)
             if r.busy_util_gpus:
                 self.util.add(hour, r.busy_util * dt)
                 self.util_gpus.add(hour, r.busy_util_gpus * dt)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from alloc.domain import Snapshot, TraceJob
-from alloc.io import parse_instance
+from alloc.io import InputError, parse_instance
 from alloc.io.trace_csv import read_trace
 from alloc.ledger import SQLiteStore
 from alloc.sim.engine import SimConfig, SimResult, Simulation
@@ -44,10 +44,17 @@ class RunSpec:
 def load_inputs(spec: RunSpec) -> tuple[Snapshot, list[TraceJob]]:
     """The lab and its trace, checked (bad input raises InputError naming file, line, field)."""
     lab = parse_instance(spec.lab_yaml, spec.lab_file)
+    for i, w in enumerate(lab.workloads):
+        if w.runtime_s is None:
+            raise InputError(
+                spec.lab_file,
+                f"workloads[{i}].runtime",
+                "a workload the simulation starts from states the work it still needs (runtime)",
+            )
     if spec.trace is None:
         jobs = synthetic_trace(lab, SyntheticLab(days=spec.days, seed=spec.seed))
     else:
-        jobs = read_trace(spec.trace, lab.budgets, lab.policy.max_min_runtime_s)
+        jobs = read_trace(spec.trace, lab.budgets, lab.policy.max_min_runtime_s, spec.lab_file)
     return lab, jobs
 
 

@@ -50,6 +50,30 @@ class SimJob:
         return max(0.0, self.job.runtime_s - self.work_done_s)
 
 
+def lab_jobs(lab: Snapshot) -> list[TraceJob]:
+    """The lab's workloads as jobs; each states the work it still needs from now (`runtime`).
+    A running one has done (now - started) of it already, so its whole run needs the sum."""
+    out = []
+    for w in lab.workloads:
+        assert w.runtime_s is not None, f"{w.id}: a simulated workload states its runtime"
+        ran = (lab.now - w.started).total_seconds() if w.started else 0.0
+        out.append(
+            TraceJob(
+                id=w.id,
+                budget=w.budget,
+                gpus=w.gpus,
+                submitted_s=(w.submitted - lab.now).total_seconds(),
+                runtime_s=w.runtime_s + ran,
+                min_runtime_s=w.min_runtime_s,
+                resumable=w.resumable,
+                priority=w.priority,
+                topology=w.topology,
+                kind="lab",
+            )
+        )
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Started:
     completes_at_s: float
@@ -70,13 +94,17 @@ class World:
         self.removed: set[HostName] = set()
         self.used: dict[HostName, int] = {h: 0 for h in self.hosts}
         self.drain_started: dict[HostName, float] = {}
+        self.trouble = sum(1 for h in self.hosts.values() if h.state is not HostState.READY)
+        for name, host in self.hosts.items():
+            if host.state.draining:
+                self.drain_started[name] = 0.0  # draining since the start
         self._cluster: Cluster | None = None
         # A trace job without a topology gets the instance default: block if it is larger
         # than one host (traces name no GPU type, so the largest host of any type).
         largest = max((h.gpus for h in self.hosts.values()), default=0)
         self.jobs: dict[WorkloadId, SimJob] = {
             j.id: SimJob(j, j.topology or (Topology.BLOCK if j.gpus > largest else Topology.ANY))
-            for j in jobs
+            for j in (*lab_jobs(lab), *jobs)
         }
         self.queued: dict[WorkloadId, SimJob] = {}
         self.running: dict[WorkloadId, SimJob] = {}
@@ -100,6 +128,16 @@ class World:
                 if hours > 0
             ]
         )
+        # The lab's own workloads are the state at the start: queued ones are queued, running
+        # ones run where they are, charged from the start on (their past is in `usage`).
+        for w in lab.workloads:
+            sj = self.jobs[w.id]
+            self.arrive(w.id)
+            if w.started is not None:
+                ran = (self.t0 - w.started).total_seconds()
+                self.start(w.id, dict(w.hosts), self.charged(sj.job))
+                sj.seg_start_s = -ran
+                sj.first_start_s = -ran
 
     # -- time ------------------------------------------------------------------------------
 
@@ -151,9 +189,7 @@ class World:
     def could_take_place(self, sj: SimJob) -> bool:
         """Some queued allocated job fits on one of the running job's hosts with its GPUs and
         the host's free GPUs (any queued allocated gang counts: blocks are not checked)."""
-        room = max(
-            (self.hosts[h].gpus - self.used[h] + g for h, g in sj.hosts.items()), default=0
-        )
+        room = max((self.hosts[h].gpus - self.used[h] + g for h, g in sj.hosts.items()), default=0)
         largest = max(self.hosts[h].gpus for h in sj.hosts) if sj.hosts else 0
         for q in self.queued.values():
             if self.charged(q.job) and (q.job.gpus <= room or q.job.gpus > largest):
@@ -261,6 +297,7 @@ class World:
             return
         r = self.rates
         was_ready = host.state is HostState.READY
+        self.trouble += int(was_ready) - int(state is HostState.READY)
         self._host_share(name, -1)
         self.hosts[name] = replace(host, state=state)
         self._host_share(name, +1)
@@ -271,6 +308,8 @@ class World:
             self.ready_integral.change(self.now_s, delta)
         if state.draining and name not in self.drain_started:
             self.drain_started[name] = self.now_s
+        elif not state.draining:
+            self.drain_started.pop(name, None)  # back in service: a later drain starts afresh
         self._cluster = None
 
     def _host_share(self, name: HostName, sign: int) -> None:
@@ -300,6 +339,7 @@ class World:
     def remove(self, name: HostName) -> None:
         """A retired host, drained, leaves the cluster."""
         self.removed.add(name)
+        self.trouble -= 1
         self.rates.installed -= self.hosts[name].gpus
         self._cluster = None
 

@@ -36,9 +36,7 @@ def find_place(ctx: RoundContext, load: Load, wid: WorkloadId) -> Displacement |
     found = place_displacing(shape, load, tiers)
     if found is None or Tier.OVER not in tiers:
         return found
-    over = sum(
-        sum(load.held[v].values()) for v in found.victims if ctx.tier(v) is Tier.OVER
-    )
+    over = sum(sum(load.held[v].values()) for v in found.victims if ctx.tier(v) is Tier.OVER)
     if over > max(MAX_DISPLACED_PER_GPU * shape.gpus, int(ctx.hosts.cap.max())):
         return place_displacing(shape, load, (Tier.UNALLOCATED,))
     return found

@@ -7,7 +7,7 @@
 3. If time remains and the gap to the LP bound is still above the policy's, the whole model is
    solved from that incumbent until the time limit.
 0. Before any model: a fractional-knapsack bound (O(n log n)); a greedy plan within the gap of
-   it is the answer.
+   it is the answer (as it is when within the gap of the LP bound of step 1).
 Every plan is decoded onto hosts and repaired; the answer is never worse than the greedy plan.
 """
 
@@ -91,6 +91,15 @@ def solve_milp(
     if lp.values is None:
         return Outcome(None, "fallback", None, None, seconds, f"LP relaxation: {lp.status}")
     bound = lp.objective
+    if _gap(bound, warm_objective) <= min(policy.mip_gap, QUICK_GAP):
+        return Outcome(
+            warm,
+            "optimal",
+            warm_objective,
+            bound,
+            seconds,
+            "the greedy plan is within the gap of the LP bound",
+        )
     integer = rm.model.vectors()[3]
     agree = integer & (np.abs(lp.values - start) < INTEGRAL)
     # The neighbourhood is small: solve it to a tight gap whatever the policy's stopping gap,

@@ -5,13 +5,14 @@ numpy lives only inside `solve/` (STYLE.md habit 2). Hosts are indexed 0..H-1 in
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
 
-from alloc.domain import HostName, Snapshot, Topology, Workload, WorkloadId
+from alloc.domain import Cluster, HostName, Snapshot, Topology, Workload, WorkloadId
 from alloc.policy.contract import Standing
 
 
@@ -35,8 +36,25 @@ class HostArrays:
         return len(self.names)
 
 
+_ARRAYS: dict[int, tuple[weakref.ref[Cluster], HostArrays]] = {}
+
+
 def host_arrays(snapshot: Snapshot) -> HostArrays:
-    hosts = snapshot.cluster.hosts
+    """The arrays of the snapshot's cluster, built once per Cluster value (a cluster is frozen;
+    the simulator and the controller hand the same one to every round until a host changes)."""
+    cluster = snapshot.cluster
+    cached = _ARRAYS.get(id(cluster))
+    if cached is not None and cached[0]() is cluster:
+        return cached[1]
+    arrays = _host_arrays(cluster)
+    if len(_ARRAYS) > 64:
+        _ARRAYS.clear()
+    _ARRAYS[id(cluster)] = (weakref.ref(cluster), arrays)
+    return arrays
+
+
+def _host_arrays(cluster: Cluster) -> HostArrays:
+    hosts = cluster.hosts
     types = tuple(sorted({h.gpu_type for h in hosts}))
     blocks = tuple(dict.fromkeys(h.block for h in hosts))
     type_index = {t: i for i, t in enumerate(types)}

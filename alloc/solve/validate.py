@@ -8,21 +8,38 @@ violations found, each a sentence naming the workload or host; an empty list mea
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
 
-from alloc.domain import Action, Decision, Occupancy, Plan, Snapshot, Topology, Workload
-from alloc.policy.contract import standings
+from alloc.domain import (
+    Action,
+    Decision,
+    Occupancy,
+    Plan,
+    Snapshot,
+    Topology,
+    Workload,
+    WorkloadId,
+)
+from alloc.policy.contract import Standing, standings
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
 
 
-def validate(snapshot: Snapshot, plan: Plan) -> list[str]:
+def validate(
+    snapshot: Snapshot,
+    plan: Plan,
+    standing: Mapping[WorkloadId, Standing] | None = None,
+    hosts: HostArrays | None = None,
+) -> list[str]:
+    """The contract's standings and the host arrays are pure functions of the snapshot; a
+    caller that has them may pass them (the round does) instead of having them recomputed."""
     problems: list[str] = []
-    hosts = host_arrays(snapshot)
-    st = standings(snapshot)
+    hosts = hosts or host_arrays(snapshot)
+    st = standing or standings(snapshot)
     seen = [d.workload for d in plan.decisions]
     if len(seen) != len(set(seen)):
         problems.append("a workload has more than one decision")

@@ -1,0 +1,655 @@
+"""`alloc simulate` and `alloc whatif` (SPEC.md, "Simulation and what-if"): what a run writes,
+and bad input: exit 2, the file, line and field named, nothing written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from alloc.cli.app import app
+
+SPEC_KEYS = {
+    "policy",
+    "seed",
+    "days",
+    "rounds",
+    "wall_seconds",
+    "availability",
+    "occupancy",
+    "allocated_occupancy",
+    "unallocated_occupancy",
+    "delivered_over_owed",
+    "worst_team",
+    "teams",
+    "wait_s",
+    "preemptions",
+    "preempted_gpu_hours_lost",
+    "drains_completed",
+    "drain_hours_p50",
+    "utilization",
+    "invariant_violations",
+}
+TEAM_KEYS = {
+    "owed_gpu_hours",
+    "delivered_gpu_hours",
+    "delivered_over_owed",
+    "wait_p50_s",
+    "wait_p90_s",
+    "preemptions",
+}
+RUN_FILES = {
+    "metrics.json",
+    "timeline.csv",
+    "teams.csv",
+    "jobs.csv",
+    "report.html",
+    "occupancy.png",
+    "delivered_vs_owed.png",
+    "waits_cdf.png",
+    "fairshare.png",
+}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+LAB = """\
+now: 2026-11-30T12:00:00Z
+cluster:
+  name: tiny
+  hosts:
+    - {name: h1, gpus: 8, gpu_type: h100, block: b1, rack: r1}
+    - {name: h2, gpus: 8, gpu_type: h100, block: b1, rack: r1}
+budgets:
+  name: root
+  children:
+    - name: p
+      share: 50%
+      children:
+        - {name: x, share: 50%}
+        - {name: y, share: 50%}
+    - {name: b, share: 50%}
+"""
+HEADER = "id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology"
+# j1: team p/x, 8 GPUs from 0 s for 1 h; j2: team b, 4 GPUs from 600 s for 30 min;
+# j3: no budget, 2 GPUs from 0 s for 2 h. 16 GPUs, room for all at once.
+TRACE = f"""\
+{HEADER}
+j1,p/x,8,0,3600,1h,true,0,
+j2,b,4,600,1800,30m,false,1,any
+j3,,2,0,7200,0,true,0,
+"""
+SCENARIO = """\
+name: alt
+budgets:
+  name: root
+  children:
+    - name: p
+      share: 80%
+      children:
+        - {name: x, share: 50%}
+        - {name: y, share: 50%}
+    - {name: b, share: 20%}
+"""
+
+
+def run(*args: str | Path) -> Any:
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name, text in (("lab.yaml", LAB), ("trace.csv", TRACE), ("alt.yaml", SCENARIO)):
+        out[name] = tmp_path / name
+        out[name].write_text(text, encoding="utf-8")
+    return out
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def check_run_folder(folder: Path) -> dict[str, Any]:
+    assert {p.name for p in folder.iterdir()} >= RUN_FILES
+    for png in folder.glob("*.png"):
+        assert png.read_bytes().startswith(PNG_MAGIC), png
+    assert "<html" in (folder / "report.html").read_text(encoding="utf-8").lower()
+    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    assert set(metrics) >= SPEC_KEYS
+    return metrics
+
+
+# what a run writes
+
+
+def test_simulate_synthetic_writes_every_output_with_specs_keys(tmp_path):
+    out = tmp_path / "out"
+    result = run("simulate", "--synthetic", "--days", "0.05", "--policy", "greedy", "--out", out)
+    assert result.exit_code == 0, result.output + result.stderr
+    m = check_run_folder(out)
+    assert (m["policy"], m["seed"], m["days"]) == ("greedy", 1, 0.05)
+    assert isinstance(m["rounds"], int) and m["rounds"] > 0
+    for key in ("availability", "occupancy", "allocated_occupancy", "unallocated_occupancy"):
+        assert 0.0 <= m[key] <= 1.0, key
+    assert m["occupancy"] == pytest.approx(
+        m["allocated_occupancy"] + m["unallocated_occupancy"], abs=1e-5
+    )
+    assert 0.0 <= m["delivered_over_owed"] <= 1.0
+    assert set(m["worst_team"]) == {"budget", "delivered_over_owed"}
+    assert m["worst_team"]["budget"] in m["teams"]
+    # The built-in lab: 15 teams (budget leaves).
+    assert len(m["teams"]) == 15
+    assert all(set(team) >= TEAM_KEYS for team in m["teams"].values())
+    for cls in ("debug", "small", "large"):
+        assert {"p50", "p90", "max"} <= set(m["wait_s"][cls])
+    assert m["invariant_violations"] == 0
+    assert m["utilization"] is None  # the synthetic trace states no util
+    # 0.05 day = 72 min: the timeline has one row per (started) hour.
+    assert [row["hour"] for row in read_csv(out / "timeline.csv")] == ["0", "1"]
+    assert {row["team"] for row in read_csv(out / "teams.csv")} == set(m["teams"])
+    assert len(read_csv(out / "jobs.csv")) == m["jobs"]["submitted"]
+
+
+def test_simulate_a_lab_with_a_trace(files, tmp_path):
+    # Two hosts for 3 h (0.125 day): 16 x 3 = 48 ready GPU-hours. Everything starts on
+    # submission and completes: allocated j1 8 GPU-hours + j2 2 GPU-hours = 10 (10/48);
+    # unallocated j3 4 GPU-hours (4/48).
+    out = tmp_path / "out"
+    result = run(
+        "simulate",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--policy",
+        "greedy",
+        "--days",
+        "0.125",
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    m = check_run_folder(out)
+    assert m["jobs"] == {"submitted": 3, "completed": 3, "running_at_end": 0, "queued_at_end": 0}
+    assert m["availability"] == 1.0
+    assert m["allocated_occupancy"] == pytest.approx(10 / 48, abs=1e-6)
+    assert m["unallocated_occupancy"] == pytest.approx(4 / 48, abs=1e-6)
+    assert set(m["teams"]) == {"p/x", "p/y", "b"}
+    assert m["teams"]["p/x"]["delivered_gpu_hours"] == 8.0
+    assert m["teams"]["b"]["delivered_gpu_hours"] == 2.0
+    assert m["wait_s"]["small"]["max"] == 0.0
+    assert m["preemptions"] == 0
+    jobs = {row["id"]: row for row in read_csv(out / "jobs.csv")}
+    assert (jobs["j2"]["first_start_s"], jobs["j2"]["end_s"]) == ("600.0", "2400.0")
+    assert jobs["j3"]["class"] == "unallocated"
+    # Hourly average GPUs: hour 0 allocated 8 (j1) + 4 x 1800/3600 (j2) = 10, unallocated 2
+    # (j3), idle 4; hour 1 j3 alone; hour 2 nothing.
+    timeline = [
+        (row["allocated"], row["unallocated"], row["idle"], row["ready"])
+        for row in read_csv(out / "timeline.csv")
+    ]
+    assert timeline == [
+        ("10.0", "2.0", "4.0", "16.0"),
+        ("0.0", "2.0", "14.0", "16.0"),
+        ("0.0", "0.0", "16.0", "16.0"),
+    ]
+    assert (out / "lab.yaml").read_text(encoding="utf-8") == LAB
+
+
+def test_whatif_runs_every_scenario_under_every_policy_side_by_side(files, tmp_path):
+    out = tmp_path / "out"
+    result = run(
+        "whatif",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--scenario",
+        files["alt.yaml"],
+        "--policies",
+        "greedy,fifo",
+        "--jobs",
+        "2",
+        "--days",
+        "1",
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    runs = {"base-greedy", "base-fifo", "alt-greedy", "alt-fifo"}
+    assert runs <= {p.name for p in out.iterdir() if p.is_dir()}
+    for name in runs:
+        m = check_run_folder(out / name)
+        assert m["policy"] == name.split("-")[1]
+        assert m["jobs"]["completed"] == 3
+    for name in ("comparison.csv", "comparison.json", "comparison.png", "comparison.html"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "comparison.png").read_bytes().startswith(PNG_MAGIC)
+    comparison = (out / "comparison.json").read_text(encoding="utf-8")
+    for label in ("base/greedy", "base/fifo", "alt/greedy", "alt/fifo"):
+        assert label in comparison
+    # The scenario's tree is the one its runs used: b holds 20% there.
+    assert "share: 20" in (out / "alt-greedy" / "lab.yaml").read_text(encoding="utf-8")
+
+
+def test_simulate_starts_from_the_workloads_the_lab_holds(tmp_path):
+    # The lab says w1 (team b, 8 GPUs) runs on h1 with 1 h of work left; the trace is empty.
+    # w1 is part of the run: it holds h1 for the first hour of the 0.1 day (2.4 h).
+    lab = write(
+        tmp_path,
+        "lab.yaml",
+        LAB
+        + "workloads:\n"
+        + "  - {id: w1, budget: b, gpus: 8, min_runtime: 1h, submitted: 2026-11-30T11:00:00Z,\n"
+        + "     started: 2026-11-30T11:30:00Z, hosts: {h1: 8}, runtime: 1h}\n",
+    )
+    trace = write(tmp_path, "empty.csv", HEADER + "\n")
+    out = tmp_path / "out"
+    result = run(
+        "simulate", lab, "--trace", trace, "--policy", "greedy", "--days", "0.1", "--out", out
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    m = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert m["jobs"]["submitted"] == 1
+    assert m["jobs"]["completed"] == 1
+    assert m["occupancy"] > 0
+
+
+def test_a_lab_workload_without_its_runtime_cannot_be_simulated(tmp_path):
+    lab = write(
+        tmp_path,
+        "lab.yaml",
+        LAB
+        + "workloads:\n"
+        + "  - {id: w1, budget: b, gpus: 8, min_runtime: 1h, submitted: 2026-11-30T11:00:00Z}\n",
+    )
+    trace = write(tmp_path, "empty.csv", HEADER + "\n")
+    out = tmp_path / "out"
+    result = run("simulate", lab, "--trace", trace, "--policy", "greedy", "--out", out)
+    assert_bad_input(result, out, "lab.yaml", "workloads[0].runtime")
+
+
+# bad input: exit 2, file, line and field named, nothing written
+
+
+def assert_bad_input(result: Any, out: Path, *named: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output, result.stderr)
+    for text in named:
+        assert text in result.stderr, (text, result.stderr)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("row", "field"),
+    [
+        ("j1,zz,8,0,3600,1h,true,0,", "budget"),  # not in the tree
+        ("j1,p,8,0,3600,1h,true,0,", "budget"),  # an internal node, not a team
+        ("j1,b,8,0,3600,1h,true,0", "topology"),  # one column short
+        ("j1,b,8,0,3600,1h,true,0,,extra", "more columns"),
+        ("j1,b,8,0,-5,1h,true,0,", "runtime"),
+        ("j1,b,8,0,0,1h,true,0,", "runtime"),
+        ("j1,b,eight,0,3600,1h,true,0,", "gpus"),
+        ("j1,b,0,0,3600,1h,true,0,", "gpus"),
+        ("j1,b,8,0,3600,9h,true,0,", "min_runtime"),  # above max_min_runtime (8h)
+        ("j1,b,8,0,3600,1h,maybe,0,", "resumable"),
+        ("j1,b,8,0,3600,1h,true,high,", "priority"),
+        ("j1,b,8,0,3600,1h,true,0,ring", "topology"),
+        ("j1,b,8,soon,3600,1h,true,0,", "submitted"),
+    ],
+    ids=[
+        "unknown-budget",
+        "internal-budget",
+        "too-few-columns",
+        "too-many-columns",
+        "negative-runtime",
+        "zero-runtime",
+        "non-numeric-gpus",
+        "zero-gpus",
+        "min-runtime-above-max",
+        "resumable",
+        "priority",
+        "topology",
+        "submitted",
+    ],
+)
+@pytest.mark.parametrize("command", ["simulate", "whatif"])
+def test_a_bad_trace_row_is_named_by_file_line_and_field(files, tmp_path, command, row, field):
+    # The bad row is the trace's third line (after the header and a good row).
+    trace = write(tmp_path, "bad.csv", f"{HEADER}\nok,b,1,0,60,0,true,0,\n{row}\n")
+    out = tmp_path / "out"
+    result = run(command, files["lab.yaml"], "--trace", trace, "--days", "0.01", "--out", out)
+    assert_bad_input(result, out, f"{trace}:3", field)
+
+
+def test_a_trace_without_the_specs_columns_is_bad_input(files, tmp_path):
+    trace = write(tmp_path, "bad.csv", "id,budget,gpus\nj1,b,8\n")
+    out = tmp_path / "out"
+    result = run("simulate", files["lab.yaml"], "--trace", trace, "--out", out)
+    assert_bad_input(result, out, f"{trace}:1", "missing columns", "runtime")
+
+
+def test_a_duplicate_job_id_names_both_lines(files, tmp_path):
+    trace = write(tmp_path, "bad.csv", f"{HEADER}\nj1,b,1,0,60,0,true,0,\nj1,b,1,0,60,0,,0,\n")
+    out = tmp_path / "out"
+    result = run("simulate", files["lab.yaml"], "--trace", trace, "--out", out)
+    assert_bad_input(result, out, f"{trace}:3", "id", "line 2")
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--trace", "{trace}", "--synthetic"], ["--trace", "--synthetic"]),
+        ([], ["--trace", "--synthetic"]),
+        (["--trace", "{trace}", "--policy", "best"], ["--policy", "best"]),
+        (["--trace", "{trace}", "--round-interval", "often"], ["--round-interval", "often"]),
+        (["--trace", "{trace}", "--round-interval", "-5m"], ["--round-interval"]),
+        (["--trace", "{trace}", "--checkpoint", "1x"], ["--checkpoint"]),
+        (["--trace", "{dir}/missing.csv"], ["missing.csv", "no such file"]),
+    ],
+    ids=[
+        "trace-and-synthetic",
+        "neither",
+        "unknown-policy",
+        "round-interval-word",
+        "round-interval-negative",
+        "checkpoint",
+        "missing-trace",
+    ],
+)
+def test_bad_options_of_simulate_are_bad_input(files, tmp_path, args, named):
+    out = tmp_path / "out"
+    fill = {"trace": str(files["trace.csv"]), "dir": str(tmp_path)}
+    argv = [a.format(**fill) for a in args]
+    result = run("simulate", files["lab.yaml"], *argv, "--days", "0.01", "--out", out)
+    assert_bad_input(result, out, *named)
+
+
+def test_a_bad_host_events_file_is_bad_input(files, tmp_path):
+    events = write(tmp_path, "hosts.csv", "time,host,state\n600,h9,unhealthy\n")
+    out = tmp_path / "out"
+    result = run(
+        "simulate",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--host-events",
+        events,
+        "--days",
+        "0.01",
+        "--out",
+        out,
+    )
+    assert_bad_input(result, out, f"{events}:2", "host", "h9")
+
+
+def test_a_bad_lab_is_bad_input(files, tmp_path):
+    lab = write(
+        tmp_path,
+        "lab.yaml",
+        LAB.replace(
+            "gpus: 8, gpu_type: h100, block: b1, rack: r1}\nbudgets",
+            "gpus: -8, gpu_type: h100}\nbudgets",
+        ),
+    )
+    out = tmp_path / "out"
+    result = run("simulate", lab, "--trace", files["trace.csv"], "--out", out)
+    assert_bad_input(result, out, f"{lab}:6", "cluster.hosts[1].gpus")
+
+
+def test_unknown_policy_in_whatif_is_bad_input(files, tmp_path):
+    out = tmp_path / "out"
+    result = run(
+        "whatif",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--policies",
+        "greedy,best",
+        "--out",
+        out,
+    )
+    assert_bad_input(result, out, "--policy", "best")
+
+
+def test_whatif_without_any_policy_is_bad_input(files, tmp_path):
+    out = tmp_path / "out"
+    result = run(
+        "whatif",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--policies",
+        ",",
+        "--days",
+        "0.01",
+        "--out",
+        out,
+    )
+    assert_bad_input(result, out, "--policies")
+
+
+SCENARIO_WITHOUT_B = """\
+budgets:
+  name: root
+  children:
+    - name: p
+      share: 100%
+      children:
+        - {name: x, share: 50%}
+        - {name: y, share: 50%}
+"""
+
+
+def test_a_scenario_that_lacks_a_budget_the_trace_uses_is_bad_input(files, tmp_path):
+    # The trace's j2 (line 3) is team b's; the scenario has no b.
+    scenario = write(tmp_path, "nob.yaml", SCENARIO_WITHOUT_B)
+    out = tmp_path / "out"
+    result = run(
+        "whatif",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--scenario",
+        files["alt.yaml"],
+        "--scenario",
+        scenario,
+        "--policies",
+        "greedy",
+        "--days",
+        "0.01",
+        "--out",
+        out,
+    )
+    assert_bad_input(result, out, f"{files['trace.csv']}:3", "budget", "'b'")
+
+
+def test_a_scenario_that_lacks_a_budget_the_trace_uses_is_named(files, tmp_path):
+    scenario = write(tmp_path, "nob.yaml", SCENARIO_WITHOUT_B)
+    out = tmp_path / "out"
+    result = run(
+        "whatif",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--scenario",
+        scenario,
+        "--policies",
+        "greedy",
+        "--days",
+        "0.01",
+        "--out",
+        out,
+    )
+    assert_bad_input(result, out, "nob")
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("budgets: [1, 2\n", [":2", "YAML"]),
+        (SCENARIO.replace("share: 20%", "share: 70%"), [":4", "budgets.children", "150%"]),
+        ("policy: {lookback: forever}\n" + SCENARIO, [":1", "policy.lookback"]),
+        (SCENARIO + "bogus: 1\n", [":11", "bogus"]),
+        ("- just\n- a list\n", ["mapping"]),
+    ],
+    ids=["yaml", "shares-over-100", "policy", "unknown-field", "not-a-mapping"],
+)
+def test_a_malformed_scenario_is_bad_input(files, tmp_path, text, named):
+    scenario = write(tmp_path, "bad.yaml", text)
+    out = tmp_path / "out"
+    result = run(
+        "whatif",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--scenario",
+        scenario,
+        "--policies",
+        "greedy",
+        "--days",
+        "0.01",
+        "--out",
+        out,
+    )
+    assert_bad_input(result, out, str(scenario), *named)
+
+
+class _Hung(Exception):
+    pass
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise _Hung inside the code under test if it runs longer than `seconds`."""
+
+    def alarm(signum: int, frame: object) -> None:
+        raise _Hung(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_round_interval_of_zero_is_bad_input(files, tmp_path):
+    out = tmp_path / "out"
+    with time_limit(3.0):
+        result = run(
+            "simulate",
+            files["lab.yaml"],
+            "--trace",
+            files["trace.csv"],
+            "--round-interval",
+            "0s",
+            "--days",
+            "0.01",
+            "--out",
+            out,
+        )
+    assert_bad_input(result, out, "--round-interval")
+
+
+def test_whatif_with_the_synthetic_generator_replays_one_trace_under_every_scenario(tmp_path):
+    # Teams a and b hold 50% each in the lab and 80% / 20% in the scenario; the generator sizes
+    # each team's submissions to its share, so it must be drawn once, from the base lab.
+    lab = write(
+        tmp_path,
+        "lab.yaml",
+        "now: 2026-11-30T12:00:00Z\n"
+        "cluster:\n  name: tiny\n  host_groups:\n"
+        "    - {prefix: h, count: 16, gpus: 8, gpu_type: h100, hosts_per_block: 16}\n"
+        "budgets:\n  name: root\n  children:\n"
+        "    - {name: a, share: 50%}\n    - {name: b, share: 50%}\n",
+    )
+    scenario = write(
+        tmp_path,
+        "alt.yaml",
+        "budgets:\n  name: root\n  children:\n"
+        "    - {name: a, share: 80%}\n    - {name: b, share: 20%}\n",
+    )
+    out = tmp_path / "out"
+    result = run(
+        "whatif",
+        lab,
+        "--synthetic",
+        "--scenario",
+        scenario,
+        "--policies",
+        "greedy",
+        "--days",
+        "0.2",
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+
+    def submissions(run_dir: str) -> list[tuple[str, str, str, str]]:
+        rows = read_csv(out / run_dir / "jobs.csv")
+        return sorted((r["id"], r["team"], r["gpus"], r["submitted_s"]) for r in rows)
+
+    assert submissions("base-greedy") == submissions("alt-greedy")
+
+
+def test_simulate_keeps_its_ledger_in_the_file_given(files, tmp_path):
+    # 0.125 day: j1 and j2 complete, j3 (2 h from 0 s) too; all three intervals are in the file,
+    # only the allocated ones charged.
+    ledger = tmp_path / "ledger.sqlite"
+    out = tmp_path / "out"
+    result = run(
+        "simulate",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--policy",
+        "greedy",
+        "--days",
+        "0.125",
+        "--ledger",
+        ledger,
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    from alloc.ledger import SQLiteStore
+
+    store = SQLiteStore(ledger)
+    rows = {
+        (i.workload, i.budget, i.gpus, i.end_s - i.start_s, i.charged) for i in store.intervals()
+    }
+    store.close()
+    assert rows == {
+        ("j1", "p/x", 8, 3600.0, True),
+        ("j2", "b", 4, 1800.0, True),
+        ("j3", None, 2, 7200.0, False),
+    }
+
+
+def test_a_ledger_path_that_cannot_be_opened_is_bad_input(files, tmp_path):
+    out = tmp_path / "out"
+    result = run(
+        "simulate",
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        "--days",
+        "0.01",
+        "--ledger",
+        tmp_path / "no" / "such" / "dir" / "l.db",
+        "--out",
+        out,
+    )
+    assert_bad_input(result, out, "--ledger")
