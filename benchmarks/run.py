@@ -19,6 +19,7 @@ from typing import Any
 
 from benchmarks.machine import machine
 from benchmarks.report import render
+from benchmarks.simulation import kept_section, with_section
 from benchmarks.summary import fragmentation_summary, scale_summary, stopgap_summary, targets
 
 HERE = Path(__file__).resolve().parent
@@ -139,6 +140,13 @@ def _summarise(data: dict[str, Any]) -> None:
     data["targets"] = targets(data)
 
 
+def _write_md(md_path: Path, text: str) -> None:
+    """Write `text`, keeping the simulation section that benchmarks.simulation put there."""
+    old = md_path.read_text(encoding="utf-8") if md_path.exists() else ""
+    kept = kept_section(old)
+    md_path.write_text(with_section(text, kept) if kept else text, encoding="utf-8")
+
+
 def _rerender(json_path: Path) -> int:
     """Recompute summaries and targets from the raw runs and rewrite the markdown beside it."""
     data = json.loads(json_path.read_text())
@@ -146,7 +154,7 @@ def _rerender(json_path: Path) -> int:
     json_path.write_text(json.dumps(data, indent=1) + "\n")
     name = "RESULTS-partial.md" if json_path.stem.endswith("-partial") else "RESULTS.md"
     md_path = json_path.parent / name
-    md_path.write_text(render(data))
+    _write_md(md_path, render(data))
     print(f"re-rendered {md_path} from {json_path}", file=sys.stderr)
     return 0
 
@@ -197,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         data[family] = {"runs": family_runs}
     _summarise(data)
     json_path.write_text(json.dumps(data, indent=1) + "\n")
-    md_path.write_text(render(data))
+    _write_md(md_path, render(data))
     print(f"wrote {md_path} and {json_path} in {total:.0f} s", file=sys.stderr)
     errors = sum("error" in r for rs in runs.values() for r in rs)
     return 1 if errors else 0

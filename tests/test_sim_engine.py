@@ -255,7 +255,8 @@ def test_two_runs_of_the_same_inputs_give_the_same_metrics(policy):
             random_trace(7),
             policy,
             days=0.5,
-            failures=FailureModel(mtbf_h=3.0, repair_h=1.0, seed=5),
+            failures=FailureModel(mtbf_h=3.0, seed=5),
+            repair_h=1.0,
         )
         m = metrics(result, policy, 1)
         m.pop("wall_seconds")
@@ -313,7 +314,7 @@ def test_failed_hosts_drain_go_to_repair_and_come_back():
     jobs = [job(f"j{i:03d}", "a", 4, 600.0 * i, 3000.0, 1200.0) for i in range(140)]
     repair_s = HOUR
     result = simulate(
-        lab(2), jobs, days=1.0, failures=FailureModel(mtbf_h=2.0, repair_h=1.0, seed=3)
+        lab(2), jobs, days=1.0, failures=FailureModel(mtbf_h=2.0, seed=3), repair_h=1.0
     )
     drains = result.recorder.drains
     per_host = Counter(d.host for d in drains)
@@ -368,10 +369,10 @@ def test_a_retired_host_drains_when_the_protection_ends_then_leaves_the_cluster(
 
 def test_an_empty_unhealthy_host_goes_to_repair_at_once_and_returns_after_the_repair_time():
     # h2 turns unhealthy at 600 s with nothing on it: drained at 600 s, back ready 4 h later
-    # (the repair time without a failure model). Availability over 0.5 day = 43200 s:
-    # 1 - 8 x 14400 / (16 x 43200) = 5/6.
+    # (the configured repair time, which applies to scripted events as to modelled failures).
+    # Availability over 0.5 day = 43200 s: 1 - 8 x 14400 / (16 x 43200) = 5/6.
     events = (HostEvent(600.0, HostName("h2"), HostState.UNHEALTHY),)
-    result = simulate(lab(2), [], days=0.5, host_events=events)
+    result = simulate(lab(2), [], days=0.5, host_events=events, repair_h=4.0)
     (d,) = result.recorder.drains
     assert (d.host, d.start_s, d.end_s) == ("h2", 600.0, 600.0)
     assert result.world.hosts[HostName("h2")].state is HostState.READY
@@ -397,7 +398,7 @@ def test_a_host_that_recovers_before_its_drain_completes_starts_its_next_drain_a
 
 def test_hosts_unhealthy_or_retired_at_the_start_are_drained_like_any_other():
     # h2 is unhealthy and h3 retired in the lab, both empty: the first round hands h2 to repair
-    # (ready again 4 h later) and removes h3.
+    # (ready again 8 h later, the default repair time) and removes h3.
     hosts = [
         host("h1", block="b1"),
         host("h2", block="b1", state="unhealthy"),

@@ -353,7 +353,11 @@ def whatif(
 
         runs = [(s.label, Path(s.out)) for s in specs]
         write_comparison(out, runs, base.credit)
-        table = Table(title="What if (deltas against the first run)", title_justify="left")
+        table = Table(
+            title="What if, per team: delivered GPU-hours / delivered over owed / median wait / "
+            "p90 wait / preemptions (deltas against the first run)",
+            title_justify="left",
+        )
         rows = comparison_table(runs)
         for i, header in enumerate(rows[0]):
             table.add_column(escape(header), justify="left" if i == 0 else "right")

@@ -44,6 +44,7 @@ class SimConfig:
     checkpoint_interval_s: float | None = None  # None: the lab's policy
     failures: FailureModel | None = None
     host_events: tuple[HostEvent, ...] = ()
+    repair_h: float = 8.0  # a drained unhealthy host is ready again this long after hand-over
     # The contract's policies validate their own plans inside the round (a violation is a bug
     # and raises); the baselines' plans are checked here and their violations counted.
     keeps_contract: bool = True
@@ -242,5 +243,4 @@ class Simulation:
             world.remove(name)
         elif state is HostState.UNHEALTHY:
             world.set_host_state(name, HostState.MAINTENANCE)
-            repair_h = self.config.failures.repair_h if self.config.failures else 4.0
-            self.push(t + repair_h * 3600.0, Kind.REPAIRED, name)
+            self.push(t + self.config.repair_h * 3600.0, Kind.REPAIRED, name)

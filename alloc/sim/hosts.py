@@ -23,8 +23,7 @@ from alloc.io.errors import InputError
 
 @dataclass(frozen=True, slots=True)
 class FailureModel:
-    mtbf_h: float  # mean time between failures of one host
-    repair_h: float  # time from handing the host to repair until it is ready again
+    mtbf_h: float  # mean time between failures of one host (repair time: SimConfig.repair_h)
     seed: int = 1
 
     def rng(self) -> random.Random:

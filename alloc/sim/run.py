@@ -67,8 +67,9 @@ def simulate(
         round_interval_s=spec.round_interval_s,
         min_round_gap_s=spec.min_round_gap_s,
         checkpoint_interval_s=spec.checkpoint_interval_s,
-        failures=(FailureModel(spec.mtbf_h, spec.repair_h, spec.seed) if spec.mtbf_h else None),
+        failures=(FailureModel(spec.mtbf_h, spec.seed) if spec.mtbf_h else None),
         host_events=tuple(read_host_events(spec.host_events, hosts)) if spec.host_events else (),
+        repair_h=spec.repair_h,
         keeps_contract=spec.policy in KEEPS_CONTRACT,
         skip_quiet_rounds=spec.policy in KEEPS_CONTRACT or spec.policy == "fifo",
     )

@@ -1,0 +1,197 @@
+"""Simulation benchmarks (issue 3): `.venv/bin/python -m benchmarks.simulation [--quick]`.
+
+- The synthetic 1,024-GPU lab (alloc.sim.synthetic, seed 1) for 30 days under milp, greedy,
+  legacy-priority and fifo.
+- The full Microsoft Philly trace (82,247 jobs, 108 days; CC BY 4.0, ATC'19) imported with
+  `alloc trace import philly` (cluster sized from its node counts, 8 GPUs a node), under greedy,
+  milp, legacy-priority and fifo.
+
+Every run is a fresh process (its peak memory is its own); the figures and their targets are
+written between markers into benchmarks/RESULTS.md (and raw into results-simulation.json).
+Runs go two at a time (this machine has 2 cores); wall seconds are each run's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+TRACES = REPO.parent / "shared" / "traces"
+OUT = Path("/tmp/alloc-bench-sim")
+BEGIN, END = "<!-- simulation:begin -->", "<!-- simulation:end -->"
+POLICIES = ("milp", "greedy", "legacy-priority", "fifo")
+PHILLY_CREDIT = ("Derived from the Microsoft Philly trace (CC BY 4.0), ATC'19: Analysis of "
+                 "Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads")
+
+
+def child(spec_json: str) -> None:
+    from alloc.sim.run import RunSpec, run
+
+    spec = RunSpec(**json.loads(spec_json))
+    started = time.perf_counter()
+    metrics = run(spec)
+    metrics["process_seconds"] = time.perf_counter() - started
+    metrics["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(metrics))
+
+
+def _run(spec: dict[str, Any]) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.simulation", "--child", json.dumps(spec)],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        return {"label": spec["label"], "error": proc.stderr[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def specs(quick: bool) -> list[dict[str, Any]]:
+    from alloc.io import dump_instance
+    from alloc.sim.synthetic import SyntheticLab, synthetic_lab
+
+    days = 3.0 if quick else 30.0
+    lab, _ = synthetic_lab(SyntheticLab(days=days))
+    lab_text = dump_instance(lab, "synthetic lab (alloc.sim.synthetic, seed 1)")
+    out = []
+    for policy in POLICIES:
+        out.append(dict(label=f"synthetic/{policy}", lab_yaml=lab_text, lab_file="synthetic",
+                        policy=policy, days=days, out=str(OUT / f"synthetic-{policy}")))
+    philly = OUT / "philly"
+    philly.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [str(REPO / ".venv" / "bin" / "alloc"), "trace", "import", "philly",
+         str(TRACES / "philly-sia"), "-o", str(philly / "trace.csv"), "--lab",
+         str(philly / "lab.yaml")],
+        check=True, capture_output=True,
+    )
+    philly_days = 10.0 if quick else 109.0
+    philly_lab = (philly / "lab.yaml").read_text(encoding="utf-8")
+    for policy in POLICIES:
+        out.append(dict(label=f"philly/{policy}", lab_yaml=philly_lab, lab_file="philly lab",
+                        policy=policy, days=philly_days, out=str(OUT / f"philly-{policy}"),
+                        trace=str(philly / "trace.csv"), credit=PHILLY_CREDIT))
+    return out
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
+def _s(x: Any) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.0f} s" if x < 3600 else f"{x / 3600:.1f} h"
+
+
+def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
+    by = {r["label"]: r for r in results}
+    lines = [BEGIN, "", "## Simulation (issue 3)", "",
+             f"`.venv/bin/python -m benchmarks.simulation` on {when}; {machine_line}. Each run "
+             "is its own process; two run at a time on the 2 cores.", ""]
+    head = ("| run | wall s | peak MiB | rounds (quiet, skipped) | delivered/owed | worst team "
+            "| occupancy while queued | debug p90 | small p90 | large p90 | preemptions "
+            "(GPU-h lost) | invariant violations |")
+    lines += [head, "|" + "---|" * 12]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['label']} | failed | | | | | | | | | | |")
+            continue
+        w = r["wait_s"]
+        worst = r.get("worst_team") or {}
+        lines.append(
+            f"| {r['label']} | {r['wall_seconds']:.0f} | {r['peak_mib']:.0f} | {r['rounds']} "
+            f"({r['skipped_rounds']}) | {_pct(r['delivered_over_owed'])} | "
+            f"{worst.get('budget', '-')} {_pct(worst.get('delivered_over_owed'))} | "
+            f"{_pct(r['occupancy_while_queued'])} | {_s(w['debug']['p90'])} | "
+            f"{_s(w['small']['p90'])} | {_s(w['large']['p90'])} | {r['preemptions']} "
+            f"({r['preempted_gpu_hours_lost']:,.0f}) | {r['invariant_violations']} |")
+
+    def get(label: str, *keys: str) -> Any:
+        v: Any = by.get(label, {})
+        for k in keys:
+            v = v.get(k) if isinstance(v, dict) else None
+        return v
+
+    def verdict(ok: bool | None) -> str:
+        return "-" if ok is None else ("met" if ok else "NOT MET")
+
+    sg, sm = "synthetic/greedy", "synthetic/milp"
+    rows = [
+        ("30 days synthetic, greedy <= 10 s", get(sg, "wall_seconds"),
+         lambda v: v <= 10),
+        ("30 days synthetic, milp <= 120 s", get(sm, "wall_seconds"), lambda v: v <= 120),
+        ("Philly (108 days), greedy <= 120 s", get("philly/greedy", "wall_seconds"),
+         lambda v: v <= 120),
+        ("Philly, greedy < 2 GiB", get("philly/greedy", "peak_mib"), lambda v: v < 2048),
+        ("synthetic milp delivered/owed >= 99%", get(sm, "delivered_over_owed"),
+         lambda v: v >= 0.99),
+        ("synthetic milp worst team >= 97%", get(sm, "worst_team", "delivered_over_owed"),
+         lambda v: v >= 0.97),
+        ("synthetic milp occupancy while queued >= 99%", get(sm, "occupancy_while_queued"),
+         lambda v: v >= 0.99),
+        ("synthetic milp debug p90 wait <= 60 s", get(sm, "wait_s", "debug", "p90"),
+         lambda v: v <= 60),
+        ("synthetic milp large p90 <= half of greedy's", get(sm, "wait_s", "large", "p90"),
+         lambda v: v <= 0.5 * (get(sg, "wait_s", "large", "p90") or 0)),
+        ("synthetic milp invariant violations = 0", get(sm, "invariant_violations"),
+         lambda v: v == 0),
+    ]
+    lines += ["", "| target | measured | verdict |", "|---|---|---|"]
+    for name, value, test in rows:
+        shown = "-" if value is None else (f"{value:.4g}" if isinstance(value, float) else value)
+        lines.append(f"| {name} | {shown} | {verdict(None if value is None else test(value))} |")
+    lines += ["", f"Philly rows: {PHILLY_CREDIT}.", "", END]
+    return "\n".join(lines) + "\n"
+
+
+def with_section(text: str, section: str) -> str:
+    """`text` with its simulation section replaced by `section` (appended when absent)."""
+    if BEGIN in text and END in text:
+        return text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
+    return text.rstrip("\n") + "\n\n" + section
+
+
+def kept_section(text: str) -> str:
+    """The simulation section of an existing RESULTS.md, or "" (benchmarks.run keeps it)."""
+    if BEGIN in text and END in text:
+        return text[text.index(BEGIN): text.index(END) + len(END)] + "\n"
+    return ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
+        return
+    from benchmarks.machine import machine
+
+    all_specs = specs(args.quick)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(_run, all_specs))
+    (HERE / "results-simulation.json").write_text(json.dumps(results, indent=1) + "\n")
+    info = machine(REPO)
+    dirty = " (uncommitted changes)" if info["alloc_dirty"] else ""
+    machine_line = (f"{info['cpu_model']}, {info['cores']} cores, alloc at commit "
+                    f"{info['git_commit']}{dirty}")
+    when = info["date"]
+    section = render(results, machine_line, when)
+    results_md = HERE / "RESULTS.md"
+    old = results_md.read_text(encoding="utf-8") if results_md.exists() else ""
+    results_md.write_text(with_section(old, section), encoding="utf-8")
+    print(section)
+
+
+if __name__ == "__main__":
+    main()
