@@ -54,7 +54,7 @@ def _run(spec: dict[str, Any]) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def specs(quick: bool) -> list[dict[str, Any]]:
+def specs(quick: bool, only: set[str] | None = None) -> list[dict[str, Any]]:
     from alloc.io import dump_instance
     from alloc.sim.synthetic import SyntheticLab, synthetic_lab
 
@@ -65,6 +65,10 @@ def specs(quick: bool) -> list[dict[str, Any]]:
     for policy in POLICIES:
         out.append(dict(label=f"synthetic/{policy}", lab_yaml=lab_text, lab_file="synthetic",
                         policy=policy, days=days, out=str(OUT / f"synthetic-{policy}")))
+    if only is not None:
+        out = [s for s in out if s["label"] in only]
+        if not any(label.startswith("philly/") for label in only):
+            return out
     philly = OUT / "philly"
     philly.mkdir(parents=True, exist_ok=True)
     subprocess.run(
@@ -76,6 +80,8 @@ def specs(quick: bool) -> list[dict[str, Any]]:
     philly_days = 10.0 if quick else 109.0
     philly_lab = (philly / "lab.yaml").read_text(encoding="utf-8")
     for policy in POLICIES:
+        if only is not None and f"philly/{policy}" not in only:
+            continue
         out.append(dict(label=f"philly/{policy}", lab_yaml=philly_lab, lab_file="philly lab",
                         policy=policy, days=philly_days, out=str(OUT / f"philly-{policy}"),
                         trace=str(philly / "trace.csv"), credit=PHILLY_CREDIT))
@@ -171,17 +177,25 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", help="comma-separated run labels, e.g. synthetic/greedy")
     args = parser.parse_args()
     if args.child:
         child(args.child)
         return
     from benchmarks.machine import machine
 
-    all_specs = specs(args.quick)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(_run, all_specs))
-    (HERE / "results-simulation.json").write_text(json.dumps(results, indent=1) + "\n")
+    all_specs = specs(args.quick, set(args.only.split(",")) if args.only else None)
     info = machine(REPO)
+    results: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for result in pool.map(_run, all_specs):
+            results.append(result)  # written as each run ends: a long run loses nothing
+            _write(results, info)
+    print((HERE / "RESULTS.md").read_text(encoding="utf-8").split(BEGIN)[1].split(END)[0])
+
+
+def _write(results: list[dict[str, Any]], info: dict[str, Any]) -> None:
+    (HERE / "results-simulation.json").write_text(json.dumps(results, indent=1) + "\n")
     dirty = " (uncommitted changes)" if info["alloc_dirty"] else ""
     machine_line = (f"{info['cpu_model']}, {info['cores']} cores, alloc at commit "
                     f"{info['git_commit']}{dirty}")
@@ -190,7 +204,6 @@ def main() -> None:
     results_md = HERE / "RESULTS.md"
     old = results_md.read_text(encoding="utf-8") if results_md.exists() else ""
     results_md.write_text(with_section(old, section), encoding="utf-8")
-    print(section)
 
 
 if __name__ == "__main__":
