@@ -103,7 +103,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     lines = [BEGIN, "", "## Simulation (issue 3)", "",
              f"`.venv/bin/python -m benchmarks.simulation` on {when}; {machine_line}. Each run "
              "is its own process; two run at a time on the 2 cores.", ""]
-    head = ("| run | simulation s (process s) | peak MiB | rounds run (skipped as quiet) | delivered/owed | worst team "
+    head = ("| run | simulation s (process s) | peak MiB | rounds run (skipped as quiet) "
+            "| delivered/owed | worst team "
             "| occupancy while queued | debug p90 | small p90 | large p90 | preemptions "
             "(GPU-h lost) | invariant violations |")
     lines += [head, "|" + "---|" * 12]
@@ -114,7 +115,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
         w = r["wait_s"]
         worst = r.get("worst_team") or {}
         lines.append(
-            f"| {r['label']} | {r['wall_seconds']:.0f} ({r['process_seconds']:.0f}) | {r['peak_mib']:.0f} | {r['rounds']} "
+            f"| {r['label']} | {r['wall_seconds']:.0f} ({r['process_seconds']:.0f}) | "
+            f"{r['peak_mib']:.0f} | {r['rounds']} "
             f"({r['skipped_rounds']}) | {_pct(r['delivered_over_owed'])} | "
             f"{worst.get('budget', '-')} {_pct(worst.get('delivered_over_owed'))} | "
             f"{_pct(r['occupancy_while_queued'])} | {_s(w['debug']['p90'])} | "
