@@ -23,14 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from alloc.traces.philly import ATTRIBUTION as PHILLY_CREDIT
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 TRACES = REPO.parent / "shared" / "traces"
 OUT = Path("/tmp/alloc-bench-sim")
 BEGIN, END = "<!-- simulation:begin -->", "<!-- simulation:end -->"
 POLICIES = ("milp", "greedy", "legacy-priority", "fifo")
-PHILLY_CREDIT = ("Derived from the Microsoft Philly trace (CC BY 4.0), ATC'19: Analysis of "
-                 "Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads")
 
 
 def child(spec_json: str) -> None:
