@@ -19,7 +19,7 @@ import resource
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ TRACES = REPO.parent / "shared" / "traces"
 OUT = Path("/tmp/alloc-bench-sim")
 BEGIN, END = "<!-- simulation:begin -->", "<!-- simulation:end -->"
 POLICIES = ("milp", "greedy", "legacy-priority", "fifo")
+LABELS = [f"{source}/{policy}" for source in ("synthetic", "philly") for policy in POLICIES]
 
 
 def child(spec_json: str) -> None:
@@ -101,16 +102,17 @@ def _s(x: Any) -> str:
 def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     by = {r["label"]: r for r in results}
     lines = [BEGIN, "", "## Simulation (issue 3)", "",
-             f"`.venv/bin/python -m benchmarks.simulation` on {when}; {machine_line}. Each run "
-             "is its own process; two run at a time on the 2 cores.", ""]
+             f"`.venv/bin/python -m benchmarks.simulation`, last written {when}; {machine_line}. "
+             "Each run is its own process (at most two at a time on the 2 cores) and names "
+             "the commit it measured.", ""]
     head = ("| run | simulation s (process s) | peak MiB | rounds run (skipped as quiet) "
             "| delivered/owed | worst team "
             "| occupancy while queued | debug p90 | small p90 | large p90 | preemptions "
-            "(GPU-h lost) | invariant violations |")
-    lines += [head, "|" + "---|" * 12]
+            "(GPU-h lost) | invariant violations | commit |")
+    lines += [head, "|" + "---|" * 13]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['label']} | failed | | | | | | | | | | |")
+            lines.append(f"| {r['label']} | failed | | | | | | | | | | | |")
             continue
         w = r["wait_s"]
         worst = r.get("worst_team") or {}
@@ -121,7 +123,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
             f"{worst.get('budget', '-')} {_pct(worst.get('delivered_over_owed'))} | "
             f"{_pct(r['occupancy_while_queued'])} | {_s(w['debug']['p90'])} | "
             f"{_s(w['small']['p90'])} | {_s(w['large']['p90'])} | {r['preemptions']} "
-            f"({r['preempted_gpu_hours_lost']:,.0f}) | {r['invariant_violations']} |")
+            f"({r['preempted_gpu_hours_lost']:,.0f}) | {r['invariant_violations']} | "
+            f"{r.get('commit', '-')} |")
 
     def get(label: str, *keys: str) -> Any:
         v: Any = by.get(label, {})
@@ -152,6 +155,11 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
          lambda v: v <= 0.5 * (get(sg, "wait_s", "large", "p90") or 0)),
         ("synthetic milp invariant violations = 0", get(sm, "invariant_violations"),
          lambda v: v == 0),
+        ("legacy-priority: worst team below milp's", get("synthetic/legacy-priority",
+         "worst_team", "delivered_over_owed"),
+         lambda v: v < (get(sm, "worst_team", "delivered_over_owed") or 0)),
+        ("legacy-priority: debug p90 wait of hours", get("synthetic/legacy-priority",
+         "wait_s", "debug", "p90"), lambda v: v >= 3600),
     ]
     lines += ["", "| target | measured | verdict |", "|---|---|---|"]
     for name, value, test in rows:
@@ -179,7 +187,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", help="comma-separated run labels, e.g. synthetic/greedy")
+    parser.add_argument("--only", help="comma-separated run labels, e.g. synthetic/greedy; "
+                        "the other runs' figures are kept from results-simulation.json")
+    parser.add_argument("--workers", type=int, default=2, help="runs at a time")
     args = parser.parse_args()
     if args.child:
         child(args.child)
@@ -188,12 +198,24 @@ def main() -> None:
 
     all_specs = specs(args.quick, set(args.only.split(",")) if args.only else None)
     info = machine(REPO)
-    results: list[dict[str, Any]] = []
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for result in pool.map(_run, all_specs):
-            results.append(result)  # written as each run ends: a long run loses nothing
-            _write(results, info)
+    commit = info["git_commit"] + (" (uncommitted changes)" if info["alloc_dirty"] else "")
+    results = kept_results(args.only is not None)
+    with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        futures = [pool.submit(_run, spec) for spec in all_specs]
+        for future in as_completed(futures):
+            result = future.result() | {"commit": commit, "date": info["date"]}
+            results = [r for r in results if r["label"] != result["label"]] + [result]
+            results.sort(key=lambda r: LABELS.index(r["label"]) if r["label"] in LABELS else 99)
+            _write(results, info)  # written as each run ends: a long run loses nothing
     print((HERE / "RESULTS.md").read_text(encoding="utf-8").split(BEGIN)[1].split(END)[0])
+
+
+def kept_results(keep: bool) -> list[dict[str, Any]]:
+    """With --only, the figures of the runs not repeated (each names its commit and date)."""
+    path = HERE / "results-simulation.json"
+    if not keep or not path.exists():
+        return []
+    return [r for r in json.loads(path.read_text(encoding="utf-8")) if "error" not in r]
 
 
 def _write(results: list[dict[str, Any]], info: dict[str, Any]) -> None:
