@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from alloc.domain import Plan, Snapshot, SolverReport
+from alloc.domain import Plan, Reservation, Snapshot, SolverReport
 from alloc.solve.context import RoundContext, round_context
 from alloc.solve.decisions import decisions, drained_hosts, occupancy_metrics
 from alloc.solve.greedy import greedy
@@ -112,4 +112,8 @@ def _plan(
         decisions=decisions(ctx, load),
         drained_hosts=drained_hosts(ctx, load),
         metrics=metrics,
+        reservations=tuple(
+            Reservation(r.workload, tuple(ctx.hosts.names[h] for h in r.hosts), r.ready_at)
+            for r in ctx.reservations
+        ),
     )

@@ -3,6 +3,7 @@
     # expect: <workload> <action> [<reason>]
     # expect-hosts: <workload> <host> ...
     # expect-drained: <host> ...
+    # expect-reserved: <gang> <host> ...   (when present: exactly the plan's reservations)
 
 Each was derived by hand (the derivation is in the file); both solvers must reproduce it.
 """
@@ -19,8 +20,10 @@ from alloc.io import load_instance
 EXAMPLES = sorted((Path(__file__).parent.parent / "instances" / "examples").glob("*.yaml"))
 
 
-def expectations(path: Path) -> tuple[list[list[str]], dict[str, set[str]], set[str] | None]:
-    decisions, hosts, drained = [], {}, None
+def expectations(
+    path: Path,
+) -> tuple[list[list[str]], dict[str, set[str]], set[str] | None, dict[str, set[str]]]:
+    decisions, hosts, drained, reserved = [], {}, None, {}
     for line in path.read_text().splitlines():
         if line.startswith("# expect: "):
             decisions.append(line.removeprefix("# expect: ").split())
@@ -29,7 +32,10 @@ def expectations(path: Path) -> tuple[list[list[str]], dict[str, set[str]], set[
             hosts[wid] = set(names)
         elif line.startswith("# expect-drained:"):
             drained = set(line.removeprefix("# expect-drained:").split())
-    return decisions, hosts, drained
+        elif line.startswith("# expect-reserved: "):
+            wid, *names = line.removeprefix("# expect-reserved: ").split()
+            reserved[wid] = set(names)
+    return decisions, hosts, drained, reserved
 
 
 def test_every_example_states_what_it_expects():
@@ -41,7 +47,7 @@ def test_every_example_states_what_it_expects():
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_decisions_match_the_hand_derivation(path, solver):
     plan = solve_checked(load_instance(path), solver)
-    expected_decisions, expected_hosts, expected_drained = expectations(path)
+    expected_decisions, expected_hosts, expected_drained, expected_reserved = expectations(path)
     for wid, action, *reason in expected_decisions:
         d = plan.decision(wid)
         assert d.action.value == action, f"{wid}: {d.action.value} ({d.reason.value})"
@@ -51,3 +57,4 @@ def test_example_decisions_match_the_hand_derivation(path, solver):
         assert set(plan.decision(wid).hosts) == names
     if expected_drained is not None:
         assert set(plan.drained_hosts) == expected_drained
+    assert {r.workload: set(r.hosts) for r in plan.reservations} == expected_reserved

@@ -358,7 +358,14 @@ def test_no_gpu_idles_while_queued_or_preempted_work_could_use_it(solver: str, d
                 )
             if d.action is not Action.WAIT:
                 continue
-            room = _could_start_now(snapshot, w, free)
+            # Hosts reserved for a blocked gang take no other allocated work this round.
+            reserved = {h for r in plan.reservations for h in r.hosts}
+            if d.occupancy is Occupancy.ALLOCATED and reserved:
+                room = _could_start_now(
+                    snapshot, w, {h: 0 if h in reserved else g for h, g in free.items()}
+                )
+            else:
+                room = _could_start_now(snapshot, w, free)
             assert room is None, (
                 f"{w.id} ({w.gpus} GPUs, type {w.gpu_type}, topology {w.topology.value}, "
                 f"{d.occupancy.value}) waits ({d.reason.value}) although {room} are free "

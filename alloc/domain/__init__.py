@@ -3,7 +3,15 @@
 from alloc.domain.budget import BudgetNode, BudgetTree
 from alloc.domain.cluster import Cluster, Host, HostState
 from alloc.domain.ids import ROOT_PATH, BudgetPath, HostName, WorkloadId, join_path, path_prefixes
-from alloc.domain.plan import Action, Decision, Occupancy, Plan, Reason, SolverReport
+from alloc.domain.plan import (
+    Action,
+    Decision,
+    Occupancy,
+    Plan,
+    Reason,
+    Reservation,
+    SolverReport,
+)
 from alloc.domain.snapshot import DAY_S, HOUR_S, Policy, Snapshot
 from alloc.domain.trace import TraceJob
 from alloc.domain.workload import Topology, Workload
@@ -25,6 +33,7 @@ __all__ = [
     "Plan",
     "Policy",
     "Reason",
+    "Reservation",
     "Snapshot",
     "SolverReport",
     "Topology",

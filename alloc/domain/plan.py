@@ -45,6 +45,7 @@ class Reason(StrEnum):
     TOPOLOGY = "topology"  # enough GPUs, but not inside one block
     GPU_TYPE = "gpu_type"  # no ready host of the requested type has room
     TOO_LARGE = "too_large"  # larger than every ready place it could ever have
+    RESERVED = "reserved"  # the room that fits it is held back for a blocked gang (round.md 8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +78,23 @@ class SolverReport:
 
 
 @dataclass(frozen=True, slots=True)
+class Reservation:
+    """Hosts held back this round for a gang that protected work keeps from starting: no
+    allocated work starts on them; `ready_at` is when their last protected work ends."""
+
+    workload: WorkloadId
+    hosts: tuple[HostName, ...]
+    ready_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     now: datetime
     report: SolverReport
     decisions: tuple[Decision, ...]
     drained_hosts: tuple[HostName, ...] = ()
     metrics: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    reservations: tuple[Reservation, ...] = ()
     by_workload: Mapping[WorkloadId, Decision] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -15,6 +15,7 @@ from alloc.domain import (
     Occupancy,
     Plan,
     Reason,
+    Reservation,
     SolverReport,
     WorkloadId,
 )
@@ -36,6 +37,10 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "note": r.note,
         "decisions": [_decision(d) for d in plan.decisions],
         "drained_hosts": list(plan.drained_hosts),
+        "reservations": [
+            {"workload": r.workload, "hosts": list(r.hosts), "ready_at": format_time(r.ready_at)}
+            for r in plan.reservations
+        ],
         "metrics": {
             k: (round(v, 6) if isinstance(v, float) else v) for k, v in plan.metrics.items()
         },
@@ -70,6 +75,13 @@ class _DecisionIn(BaseModel):
     reason: Reason
 
 
+class _ReservationIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    workload: str
+    hosts: list[str]
+    ready_at: Time
+
+
 class _PlanIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
     now: Time
@@ -82,6 +94,7 @@ class _PlanIn(BaseModel):
     note: str = ""
     decisions: list[_DecisionIn]
     drained_hosts: list[str] = []
+    reservations: list[_ReservationIn] = []
     metrics: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -113,4 +126,9 @@ def load_plan(path: str | Path) -> Plan:
         raw.solver, raw.status, raw.objective, raw.bound, raw.gap, raw.solve_seconds, raw.note
     )
     metrics = {k: v for k, v in raw.metrics.items() if isinstance(v, int | float)}
-    return Plan(raw.now, report, decisions, tuple(HostName(h) for h in raw.drained_hosts), metrics)
+    reservations = tuple(
+        Reservation(WorkloadId(r.workload), tuple(HostName(h) for h in r.hosts), r.ready_at)
+        for r in raw.reservations
+    )
+    drained = tuple(HostName(h) for h in raw.drained_hosts)
+    return Plan(raw.now, report, decisions, drained, metrics, reservations)

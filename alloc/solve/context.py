@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import numpy as np
 
-from alloc.domain import Snapshot, WorkloadId
+from alloc.domain import Occupancy, Snapshot, WorkloadId
 from alloc.policy.contract import Standing, standings
 from alloc.policy.fairshare import FairShare, fair_share
 from alloc.policy.weights import Tier, Weights, weights
 from alloc.solve.load import Load
 from alloc.solve.placement import place
 from alloc.solve.problem import HostArrays, Shape, fixed_and_optional_use, host_arrays, shapes_of
+from alloc.solve.reserve import Held, reservations, reserved_mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,11 @@ class RoundContext:
     order: tuple[WorkloadId, ...]  # decision candidates: entitled, over, then unallocated
     fixed_used: np.ndarray  # GPUs per host held by protected work
     optional_used: np.ndarray  # GPUs per host held by running work the solver may preempt
+    reservations: tuple[Held, ...] = ()  # hosts held back for blocked gangs (section 8)
+    reserved: np.ndarray | None = None  # bool per host: no other allocated work starts there
+    unreserved_shapes: Mapping[WorkloadId, Shape] = field(  # the restricted ones' own shapes
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def tier(self, workload: WorkloadId) -> Tier:
         return self.weights.tier[workload]
@@ -62,18 +68,22 @@ class RoundContext:
 def round_context(snapshot: Snapshot) -> RoundContext:
     st = standings(snapshot)
     hosts = host_arrays(snapshot)
-    shapes = shapes_of((s.workload for s in st.values() if s.forced is None), hosts)
+    own = shapes_of((s.workload for s in st.values() if s.forced is None), hosts)
+    held = reservations(snapshot, st, hosts)
+    reserved = reserved_mask(held, hosts)
+    shapes, unreserved = _avoiding_reservations(st, own, held, reserved)
     fixed, optional = fixed_and_optional_use(snapshot, hosts, st)
     empty = np.where(hosts.ready, hosts.cap, 0)
     beside_protected = np.where(hosts.ready, np.maximum(hosts.cap - fixed, 0), 0)
-    unique = {id(shape): shape for shape in shapes.values()}
+    unique = {id(shape): shape for shape in (*own.values(), *shapes.values())}
     fits_empty = {key: place(shape, empty, hosts) is not None for key, shape in unique.items()}
     fits_now = {
         key: fits_empty[key] and place(shape, beside_protected, hosts) is not None
         for key, shape in unique.items()
     }
+    # Placeable: could ever start on this cluster (reservations aside); startable: this round.
     placeable = frozenset(
-        wid for wid, shape in shapes.items() if st[wid].optional_running or fits_empty[id(shape)]
+        wid for wid, shape in own.items() if st[wid].optional_running or fits_empty[id(shape)]
     )
     # Work that cannot start this round even if everything unprotected made way (a gang that
     # protected work leaves no room for) takes no place in the order: its node's entitlement
@@ -97,4 +107,32 @@ def round_context(snapshot: Snapshot) -> RoundContext:
         order=tuple(entitled + over + unallocated),
         fixed_used=fixed,
         optional_used=optional,
+        reservations=held,
+        reserved=reserved if held else None,
+        unreserved_shapes=MappingProxyType(unreserved),
     )
+
+
+def _avoiding_reservations(
+    st: Mapping[WorkloadId, Standing],
+    shapes: dict[WorkloadId, Shape],
+    held: tuple[Held, ...],
+    reserved: np.ndarray,
+) -> tuple[dict[WorkloadId, Shape], dict[WorkloadId, Shape]]:
+    """Queued allocated work other than the reserving gangs may not start on reserved hosts:
+    its shape leaves them out. Returns the shapes and, for the restricted ones, their own."""
+    if not held:
+        return shapes, {}
+    gangs = {r.workload for r in held}
+    restricted: dict[int, Shape] = {}
+    out = dict(shapes)
+    own: dict[WorkloadId, Shape] = {}
+    for wid, shape in shapes.items():
+        s = st[wid]
+        if s.workload.running or s.occupancy is not Occupancy.ALLOCATED or wid in gangs:
+            continue
+        if id(shape) not in restricted:
+            restricted[id(shape)] = replace(shape, allowed=shape.allowed & ~reserved)
+        out[wid] = restricted[id(shape)]
+        own[wid] = shape
+    return out, own

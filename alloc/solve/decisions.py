@@ -54,6 +54,15 @@ class _WaitReasons:
             self.fits[key] = fits
         return fits
 
+    def _fits_but_for_reservations(self, own: Shape) -> bool:
+        """It would fit on free GPUs and those of unallocated work, reserved hosts included."""
+        key = (id(own), False)
+        if key not in self.fits:
+            unallocated, _, _ = self.load.displaceable((Tier.UNALLOCATED,))
+            room = self.load.free() + np.where(self.ctx.hosts.ready, unallocated, 0)
+            self.fits[key] = place(own, room, self.ctx.hosts) is not None
+        return self.fits[key]
+
     def __call__(self, wid: WorkloadId) -> Reason:
         ctx = self.ctx
         shape = ctx.shapes[wid]
@@ -65,6 +74,9 @@ class _WaitReasons:
         if wid not in ctx.placeable:
             empty = np.where(hosts.ready, hosts.cap, 0)
             return Reason.TOPOLOGY if self._fits(shape, True, empty) else Reason.TOO_LARGE
+        own = ctx.unreserved_shapes.get(wid)
+        if own is not None and self._fits_but_for_reservations(own):
+            return Reason.RESERVED
         if wid not in ctx.weights.tier:
             return Reason.NO_ROOM  # protected work leaves no place of its shape this round
         if shape.block and self._fits(shape, True):

@@ -32,6 +32,7 @@ class Pool:
     type: int
     block: int
     running: tuple[WorkloadId, ...]  # preemptible work on it (single-host pools only)
+    reserved: bool = False  # held back for a blocked gang: nothing starts here (section 8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ def pools_of(ctx: RoundContext) -> list[Pool]:
             for h in s.workload.hosts:
                 running_on[hosts.index[h]].append(wid)
     free = hosts.cap - ctx.fixed_used
+    reserved = ctx.reserved if ctx.reserved is not None else np.zeros(hosts.count, bool)
     pools: list[Pool] = []
     ready = np.flatnonzero(hosts.ready)
     alone = np.array([h for h in ready if h in running_on], np.int64)
@@ -79,19 +81,27 @@ def pools_of(ctx: RoundContext) -> list[Pool]:
                 int(hosts.type_of[h]),
                 int(hosts.block_of[h]),
                 tuple(sorted(set(running_on[int(h)]))),
+                bool(reserved[h]),
             )
         )
     if len(shared):
         keys = np.stack(
-            [hosts.block_of[shared], hosts.type_of[shared], hosts.cap[shared], free[shared]], 1
+            [
+                hosts.block_of[shared],
+                hosts.type_of[shared],
+                hosts.cap[shared],
+                free[shared],
+                reserved[shared],
+            ],
+            1,
         )
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
         order = np.argsort(inverse, kind="stable")
         bounds = np.flatnonzero(np.r_[True, np.diff(inverse[order]) != 0, True])
         for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
-            block, gtype, cap, f = (int(v) for v in uniq[i])
+            block, gtype, cap, f, held = (int(v) for v in uniq[i])
             if f > 0:
-                pools.append(Pool(shared[order[lo:hi]], cap, f, gtype, block, ()))
+                pools.append(Pool(shared[order[lo:hi]], cap, f, gtype, block, (), bool(held)))
     return pools
 
 
@@ -189,6 +199,7 @@ def _pool_capacity(ctx: RoundContext, rm: RoundModel) -> None:
     free = np.array([p.free for p in pools], np.int64)
     gtype = np.array([p.type for p in pools], np.int64)
     first = np.array([int(p.hosts[0]) for p in pools], np.int64)
+    open_ = np.array([not p.reserved for p in pools], bool)  # reserved: nothing starts there
     rows = mdl.rows("(1) pool capacity", len(pools), -INF, (count * free).astype(float))
     sizes: dict[int, list[int]] = defaultdict(list)  # pool -> its small sizes
     for s in sorted({c.gpus for c in rm.classes if c.single}):
@@ -199,7 +210,7 @@ def _pool_capacity(ctx: RoundContext, rm: RoundModel) -> None:
             ],
             bool,
         )
-        take = np.flatnonzero((s < cap) & (s <= free) & types[gtype])
+        take = np.flatnonzero((s < cap) & (s <= free) & types[gtype] & open_)
         if len(take) == 0:
             continue
         var = mdl.variables(
@@ -223,7 +234,7 @@ def _pool_capacity(ctx: RoundContext, rm: RoundModel) -> None:
         ],
         bool,
     )
-    take = np.flatnonzero((free == cap) & whole_types[gtype] & fits_whole)
+    take = np.flatnonzero((free == cap) & whole_types[gtype] & fits_whole & open_)
     var = mdl.variables(len(take), 0, count[take], 0.0, True)
     mdl.terms(rows[take], var, cap[take].astype(float))
     rm.e = dict(zip(take.tolist(), var.tolist(), strict=True))

@@ -27,6 +27,7 @@ from alloc.domain import (
 from alloc.policy.contract import Standing, standings
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
+from alloc.solve.reserve import reservations
 
 
 def validate(
@@ -70,7 +71,9 @@ def validate(
             if d.workload in snapshot.by_id and all(h in hosts.index for h in d.hosts)
         ),
     )
-    problems += _unallocated_yields(snapshot, hosts, sound, used, st)
+    reserved, why = _reservations(snapshot, hosts, sound, st)
+    problems += why
+    problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved)
     problems += _priority_order(snapshot, hosts, sound, used)
     problems += _drains(snapshot, hosts, sound, used)
     return problems
@@ -147,8 +150,31 @@ def _free_after(hosts: HostArrays, used: np.ndarray) -> np.ndarray:
     return np.where(hosts.ready, np.maximum(hosts.cap - used, 0), 0)
 
 
-def _unallocated_yields(snapshot, hosts, plan, used, st) -> list[str]:  # type: ignore[no-untyped-def]
-    """(4) Unallocated work never holds GPUs a waiting allocated workload could use."""
+def _reservations(snapshot, hosts, plan, st) -> tuple[np.ndarray, list[str]]:  # type: ignore[no-untyped-def]
+    """Hosts the plan holds back for blocked gangs (models/round.md 8). Optional: a plan need
+    not reserve, but each reservation it declares must be the rule's own, recomputed here, and
+    no allocated work may start on its hosts. Returns the reserved hosts and the problems."""
+    mask = np.zeros(hosts.count, bool)
+    if not plan.reservations:
+        return mask, []
+    out = []
+    due = {r.workload: {hosts.names[h] for h in r.hosts} for r in reservations(snapshot, st, hosts)}
+    for r in plan.reservations:
+        if due.get(r.workload) != set(r.hosts):
+            out.append(f"{r.workload}: reserves {', '.join(r.hosts)}, which the rule does not (8)")
+            continue
+        mask[[hosts.index[h] for h in r.hosts]] = True
+    for d in plan.decisions:
+        if d.action is Action.START and d.occupancy is Occupancy.ALLOCATED:
+            for h in d.hosts:
+                if mask[hosts.index[h]]:
+                    out.append(f"{d.workload}: starts on {h}, which is reserved for a gang (8)")
+    return mask, out
+
+
+def _unallocated_yields(snapshot, hosts, plan, used, st, reserved) -> list[str]:  # type: ignore[no-untyped-def]
+    """(4) Unallocated work never holds GPUs a waiting allocated workload could use (the GPUs
+    of reserved hosts it may not use this round)."""
     unallocated = np.zeros(hosts.count, np.int64)
     for d in plan.decisions:
         if d.action.holds_gpus and d.occupancy is Occupancy.UNALLOCATED:
@@ -157,13 +183,14 @@ def _unallocated_yields(snapshot, hosts, plan, used, st) -> list[str]:  # type: 
     if not unallocated.any():
         return []
     room = _free_after(hosts, used - unallocated)
+    room_to_start = np.where(reserved, 0, room)
     waiting = [
         snapshot.by_id[d.workload]
         for d in plan.decisions
         if d.occupancy is Occupancy.ALLOCATED and d.action is Action.WAIT
     ]
     shapes = shapes_of(waiting, hosts)
-    fits = {id(sh): place(sh, room, hosts) is not None for sh in shapes.values()}
+    fits = {id(sh): place(sh, room_to_start, hosts) is not None for sh in shapes.values()}
     out = []
     for d in plan.decisions:
         if d.occupancy is not Occupancy.ALLOCATED:
