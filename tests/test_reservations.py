@@ -107,3 +107,31 @@ def test_a_gang_starts_when_the_reserved_hosts_free_instead_of_starving(policy):
     gang = result.world.jobs[WorkloadId("a-gang")]
     assert gang.first_start_s == 2 * HOUR
     assert result.violations == 0
+
+
+def test_the_milp_starts_nothing_on_reserved_hosts_when_it_builds_its_model(monkeypatch):
+    """The greedy plan it starts from has unallocated work on a reserved host, which the model
+    cannot express (no start variables there): the warm start leaves it waiting, the model
+    solves, and repair puts the unallocated work back."""
+    from alloc.solve import milp
+    from alloc.solve.context import round_context
+    from alloc.solve.greedy import greedy
+    from alloc.solve.milp_decode import hint
+    from alloc.solve.milp_model import build_model
+    from alloc.solve.repair import complete
+
+    snap = load_instance(EXAMPLE)
+    ctx = round_context(snap)
+    warm = complete(ctx, greedy(ctx))
+    assert warm.holds(WorkloadId("b-scavenge"))
+    rm = build_model(ctx, warm.held)
+    reserved_pools = {i for i, p in enumerate(rm.pools) if p.reserved}
+    assert reserved_pools
+    assert not any(i in reserved_pools for i, _ in rm.x) and not set(rm.e) & reserved_pools
+    assert hint(ctx, rm, warm)[rm.y[WorkloadId("b-scavenge")]] == 0.0
+
+    monkeypatch.setattr(milp, "QUICK_GAP", -1.0)  # no knapsack shortcut: always the model
+    plan = solve_checked(snap, "milp")
+    assert plan.report.status != "fallback"
+    assert plan.decision(WorkloadId("b-scavenge")).action is Action.START
+    assert plan.decision(WorkloadId("b-next")).reason is Reason.RESERVED

@@ -119,6 +119,11 @@ def hint(ctx: RoundContext, rm: RoundModel, load: Load) -> np.ndarray:
     for wid, placement in load.held.items():
         if wid not in class_of:
             continue
+        if any(rm.pools[pool_of[h]].reserved for h in placement if h in pool_of):
+            # Unallocated work on a reserved host: the model has no start there (repair adds
+            # it back after the solve); the hint leaves it waiting.
+            v[rm.y[wid]] = 0.0
+            continue
         ci = class_of[wid]
         c = rm.classes[ci]
         first = next(iter(placement))
