@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from alloc.report.fmt import duration as _s
+from alloc.report.fmt import pct
 from alloc.traces.philly import ATTRIBUTION as PHILLY_CREDIT
 
 HERE = Path(__file__).resolve().parent
@@ -89,16 +91,6 @@ def specs(quick: bool, only: set[str] | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def _pct(x: Any) -> str:
-    return "-" if x is None else f"{100 * x:.2f}%"
-
-
-def _s(x: Any) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.0f} s" if x < 3600 else f"{x / 3600:.1f} h"
-
-
 def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     by = {r["label"]: r for r in results}
     lines = [BEGIN, "", "## Simulation (issue 3)", "",
@@ -119,9 +111,9 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
         lines.append(
             f"| {r['label']} | {r['wall_seconds']:.0f} ({r['process_seconds']:.0f}) | "
             f"{r['peak_mib']:.0f} | {r['rounds']} "
-            f"({r['skipped_rounds']}) | {_pct(r['delivered_over_owed'])} | "
-            f"{worst.get('budget', '-')} {_pct(worst.get('delivered_over_owed'))} | "
-            f"{_pct(r['occupancy_while_queued'])} | {_s(w['debug']['p90'])} | "
+            f"({r['skipped_rounds']}) | {pct(r['delivered_over_owed'], 2)} | "
+            f"{worst.get('budget', '-')} {pct(worst.get('delivered_over_owed'), 2)} | "
+            f"{pct(r['occupancy_while_queued'], 2)} | {_s(w['debug']['p90'])} | "
             f"{_s(w['small']['p90'])} | {_s(w['large']['p90'])} | {r['preemptions']} "
             f"({r['preempted_gpu_hours_lost']:,.0f}) | {r['invariant_violations']} | "
             f"{r.get('commit', '-')} |")

@@ -407,36 +407,22 @@ def test_a_bad_lab_is_bad_input(files, tmp_path):
     assert_bad_input(result, out, f"{lab}:6", "cluster.hosts[1].gpus")
 
 
+def whatif(files: dict[str, Path], out: Path, *args: str | Path) -> Any:
+    """`alloc whatif` of the test lab and trace for a moment, with `args`."""
+    return run(
+        "whatif", files["lab.yaml"], "--trace", files["trace.csv"], *args,
+        "--days", "0.01", "--out", out,
+    )
+
+
 def test_unknown_policy_in_whatif_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
-    result = run(
-        "whatif",
-        files["lab.yaml"],
-        "--trace",
-        files["trace.csv"],
-        "--policies",
-        "greedy,best",
-        "--out",
-        out,
-    )
-    assert_bad_input(result, out, "--policy", "best")
+    assert_bad_input(whatif(files, out, "--policies", "greedy,best"), out, "--policy", "best")
 
 
 def test_whatif_without_any_policy_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
-    result = run(
-        "whatif",
-        files["lab.yaml"],
-        "--trace",
-        files["trace.csv"],
-        "--policies",
-        ",",
-        "--days",
-        "0.01",
-        "--out",
-        out,
-    )
-    assert_bad_input(result, out, "--policies")
+    assert_bad_input(whatif(files, out, "--policies", ","), out, "--policies")
 
 
 SCENARIO_WITHOUT_B = """\
@@ -451,47 +437,14 @@ budgets:
 """
 
 
-def test_a_scenario_that_lacks_a_budget_the_trace_uses_is_bad_input(files, tmp_path):
-    # The trace's j2 (line 3) is team b's; the scenario has no b.
+@pytest.mark.parametrize("with_alt", [True, False], ids=["second scenario", "only scenario"])
+def test_a_scenario_that_lacks_a_budget_the_trace_uses_is_bad_input(files, tmp_path, with_alt):
+    # The trace's j2 (line 3) is team b's; the scenario nob.yaml has no b.
     scenario = write(tmp_path, "nob.yaml", SCENARIO_WITHOUT_B)
     out = tmp_path / "out"
-    result = run(
-        "whatif",
-        files["lab.yaml"],
-        "--trace",
-        files["trace.csv"],
-        "--scenario",
-        files["alt.yaml"],
-        "--scenario",
-        scenario,
-        "--policies",
-        "greedy",
-        "--days",
-        "0.01",
-        "--out",
-        out,
-    )
-    assert_bad_input(result, out, f"{files['trace.csv']}:3", "budget", "'b'")
-
-
-def test_a_scenario_that_lacks_a_budget_the_trace_uses_is_named(files, tmp_path):
-    scenario = write(tmp_path, "nob.yaml", SCENARIO_WITHOUT_B)
-    out = tmp_path / "out"
-    result = run(
-        "whatif",
-        files["lab.yaml"],
-        "--trace",
-        files["trace.csv"],
-        "--scenario",
-        scenario,
-        "--policies",
-        "greedy",
-        "--days",
-        "0.01",
-        "--out",
-        out,
-    )
-    assert_bad_input(result, out, "nob")
+    alt = ["--scenario", files["alt.yaml"]] if with_alt else []
+    result = whatif(files, out, *alt, "--scenario", scenario, "--policies", "greedy")
+    assert_bad_input(result, out, "nob", f"{files['trace.csv']}:3", "budget", "'b'")
 
 
 @pytest.mark.parametrize(
@@ -508,20 +461,7 @@ def test_a_scenario_that_lacks_a_budget_the_trace_uses_is_named(files, tmp_path)
 def test_a_malformed_scenario_is_bad_input(files, tmp_path, text, named):
     scenario = write(tmp_path, "bad.yaml", text)
     out = tmp_path / "out"
-    result = run(
-        "whatif",
-        files["lab.yaml"],
-        "--trace",
-        files["trace.csv"],
-        "--scenario",
-        scenario,
-        "--policies",
-        "greedy",
-        "--days",
-        "0.01",
-        "--out",
-        out,
-    )
+    result = whatif(files, out, "--scenario", scenario, "--policies", "greedy")
     assert_bad_input(result, out, str(scenario), *named)
 
 

@@ -17,6 +17,8 @@ from rich.table import Table
 
 from alloc.io import InputError, dump_instance
 from alloc.io.durations import parse_duration
+from alloc.report.fmt import duration
+from alloc.report.fmt import pct as fmt_pct
 from alloc.sim.policies import REGISTRY
 from alloc.sim.run import RunSpec, load_inputs, run
 
@@ -142,15 +144,7 @@ def sim_options(
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2%}"
-
-
-def _hms(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    return fmt_pct(x, 2)
 
 
 def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
@@ -184,7 +178,7 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
             rows.append(
                 (
                     f"wait {cls} (p50 / p90 / max)",
-                    f"{_hms(w['p50'])} / {_hms(w['p90'])} / {_hms(w['max'])}",
+                    f"{duration(w['p50'])} / {duration(w['p90'])} / {duration(w['max'])}",
                 )
             )
     rows += [

@@ -25,7 +25,7 @@ from typing import Any
 
 from alloc.domain import BudgetPath
 from alloc.sim.engine import SimResult
-from alloc.sim.world import SimJob
+from alloc.sim.jobs import SimJob
 
 HOUR = 3600.0
 
