@@ -356,6 +356,8 @@ def test_a_duplicate_job_id_names_both_lines(files, tmp_path):
         (["--trace", "{trace}", "--round-interval", "-5m"], ["--round-interval"]),
         (["--trace", "{trace}", "--checkpoint", "1x"], ["--checkpoint"]),
         (["--trace", "{dir}/missing.csv"], ["missing.csv", "no such file"]),
+        (["--trace", "{trace}", "--legacy-top", "1.5"], ["--legacy-top"]),
+        (["--trace", "{trace}", "--legacy-cap", "-1"], ["--legacy-cap"]),
     ],
     ids=[
         "trace-and-synthetic",
@@ -365,6 +367,8 @@ def test_a_duplicate_job_id_names_both_lines(files, tmp_path):
         "round-interval-negative",
         "checkpoint",
         "missing-trace",
+        "legacy-top-above-1",
+        "legacy-cap-negative",
     ],
 )
 def test_bad_options_of_simulate_are_bad_input(files, tmp_path, args, named):

@@ -501,9 +501,10 @@ def test_legacy_priority_preempts_lower_levels_for_higher_ones():
 
 
 def test_legacy_priority_with_everyone_at_the_top_level_preempts_nobody():
-    # Inflation 1 (the default): every submission comes at the highest level; nobody is of a
-    # strictly lower level, so high waits for low.
-    result = simulate(lab(), LEVELS, "legacy-priority", days=0.5)
+    # Inflation 1: every submission comes at the highest level; nobody is of a strictly lower
+    # level, so high waits for low (the policy is FIFO).
+    everyone_top = PolicyOptions(legacy=LegacyConfig(inflation=1.0))
+    result = simulate(lab(), LEVELS, "legacy-priority", days=0.5, options=everyone_top)
     assert result.recorder.preemptions == []
     assert times(result, "high") == (10 * HOUR, 11 * HOUR)
 

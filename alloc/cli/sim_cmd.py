@@ -202,6 +202,24 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     console.print(f"outputs in {escape(str(out))} (open report.html)", highlight=False)
 
 
+LegacyTopOpt = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="legacy-priority: fraction of submissions made at the highest level (users' "
+        "behaviour; at 1 nobody can preempt anybody and the policy is FIFO).",
+    ),
+]
+LegacyCapOpt = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        help="legacy-priority: non-preemptible GPUs per team, as a multiple of its share.",
+    ),
+]
+
+
 def simulate(
     lab: LabArg = None,
     trace: TraceOpt = None,
@@ -223,6 +241,8 @@ def simulate(
     host_events: Annotated[Path | None, typer.Option(help="CSV time,host,state.")] = None,
     time_limit: Annotated[str | None, typer.Option(help="MILP limit per round.")] = None,
     ledger: Annotated[str, typer.Option(help="SQLite file for the ledger.")] = ":memory:",
+    legacy_top: LegacyTopOpt = 0.8,
+    legacy_cap: LegacyCapOpt = 1.0,
 ) -> None:
     """Simulate a lab over time: same round function, simulated clock and executor."""
     from alloc.cli.app import _run
@@ -230,7 +250,7 @@ def simulate(
     def act() -> None:
         options = sim_options(
             round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit, ledger
-        )
+        ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
         spec = replace(
             base_spec(lab, trace, synthetic, days, seed, options),
             policy=_policy(policy),
@@ -276,6 +296,8 @@ def whatif(
     round_interval: Annotated[str, typer.Option(help="Periodic round.")] = "5m",
     min_round_gap: Annotated[str, typer.Option(help="Event rounds coalesce.")] = "10s",
     time_limit: Annotated[str | None, typer.Option(help="MILP limit per round.")] = None,
+    legacy_top: LegacyTopOpt = 0.8,
+    legacy_cap: LegacyCapOpt = 1.0,
 ) -> None:
     """Replay one trace under several budget trees and/or policies, side by side."""
     from alloc.cli.app import _run, write_atomically
@@ -288,7 +310,7 @@ def whatif(
     def act() -> None:
         options = sim_options(
             round_interval, min_round_gap, None, None, "8h", None, time_limit, ":memory:"
-        )
+        ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
         base = base_spec(lab, trace, synthetic, days, seed, options)
         names = [_policy(p.strip()) for p in policies.split(",") if p.strip()]
         if not names:

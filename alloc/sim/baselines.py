@@ -3,7 +3,9 @@
 - `fifo`: first come, first served; a workload that does not fit is skipped (backfill); nothing
   is ever preempted but work on hosts in maintenance.
 - `legacy-priority`: static priority levels. Users' observed behaviour is configurable: a
-  fraction of submissions comes at the highest level (`inflation`, default: everyone).
+  fraction of submissions comes at the highest level (`inflation`, default 0.8: most users
+  mark their work top priority; at 1.0 nobody is of a strictly lower level, nothing can be
+  preempted, and the policy is FIFO).
   Workloads with a minimum runtime ask to opt out of preemption; each team may hold at most its
   share of the ready GPUs x `cap` as non-preemptible work (the earliest started first), the rest
   runs preemptible. A queued workload that does not fit preempts preemptible running work of a
@@ -43,7 +45,7 @@ from alloc.solve.problem import host_arrays, shapes_of
 @dataclass(frozen=True, slots=True)
 class LegacyConfig:
     levels: int = 3  # priorities 0 .. levels-1
-    inflation: float = 1.0  # fraction of submissions made at the highest level
+    inflation: float = 0.8  # fraction of submissions made at the highest level
     cap: float = 1.0  # non-preemptible GPUs per team <= cap x its share of the ready GPUs
     seed: int = 1
 

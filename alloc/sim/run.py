@@ -12,6 +12,7 @@ from alloc.domain import Snapshot, TraceJob
 from alloc.io import InputError, parse_instance
 from alloc.io.trace_csv import read_trace
 from alloc.ledger import SQLiteStore
+from alloc.sim.baselines import LegacyConfig
 from alloc.sim.engine import SimConfig, SimResult, Simulation
 from alloc.sim.hosts import FailureModel, read_host_events
 from alloc.sim.output import write_run
@@ -37,6 +38,8 @@ class RunSpec:
     host_events: str | None = None
     time_limit_s: float | None = None
     ledger: str = ":memory:"
+    legacy_top: float = 0.8  # legacy-priority: fraction of submissions at the highest level
+    legacy_cap: float = 1.0  # legacy-priority: non-preemptible GPUs per team / its share
     credit: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -73,7 +76,8 @@ def simulate(
         keeps_contract=spec.policy in KEEPS_CONTRACT,
         skip_quiet_rounds=spec.policy in KEEPS_CONTRACT or spec.policy == "fifo",
     )
-    plan = planner(spec.policy, PolicyOptions(time_limit_s=spec.time_limit_s))
+    legacy = LegacyConfig(inflation=spec.legacy_top, cap=spec.legacy_cap, seed=spec.seed)
+    plan = planner(spec.policy, PolicyOptions(time_limit_s=spec.time_limit_s, legacy=legacy))
     return Simulation(lab, jobs, plan, config, SQLiteStore(spec.ledger)).run(progress)
 
 
