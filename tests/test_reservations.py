@@ -43,9 +43,29 @@ def test_no_allocated_work_starts_on_a_reserved_host(solver):
         plan, decisions=tuple(start if d.workload == "b-next" else d for d in plan.decisions)
     )
     assert any("reserved for a gang (8)" in p for p in validate(snap, tampered))
-    # The same start in a plan that reserves nothing breaks no invariant of SPEC.md: a policy
-    # need not reserve (the baselines do not).
-    assert validate(snap, replace(tampered, reservations=())) == []
+    # The same start in a plan that reserves nothing is no problem of section 8: a policy need
+    # not reserve (the baselines do not); invariant 4 then wants a-later to take b-scavenge's
+    # GPUs, which the reservation held back.
+    problems = validate(snap, replace(tampered, reservations=()))
+    assert problems == ["a-later: waits while unallocated work holds GPUs it could use (4)"]
+
+
+def test_work_queued_behind_a_reserving_gang_starts_nowhere(solver):
+    snap = load_instance(EXAMPLE)
+    plan = solve_checked(snap, solver)
+    start = replace(
+        plan.decision(WorkloadId("a-later")),
+        action=Action.START,
+        reason=Reason.UNDER_ALLOCATION,
+        hosts={HostName("h5"): 4},
+        protected_until=NOW.replace(hour=14),
+    )
+    tampered = replace(
+        plan, decisions=tuple(start if d.workload == "a-later" else d for d in plan.decisions)
+    )
+    assert validate(snap, tampered) == [
+        "a-later: starts although queued behind a reserving gang (8)"
+    ]
 
 
 def test_reservations_are_written_to_and_read_from_the_plan_file(tmp_path):

@@ -27,7 +27,7 @@ from alloc.domain import (
 from alloc.policy.contract import Standing, standings
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
-from alloc.solve.reserve import reservations
+from alloc.solve.reserve import Held, queued_behind, reservations
 
 
 def validate(
@@ -71,9 +71,9 @@ def validate(
             if d.workload in snapshot.by_id and all(h in hosts.index for h in d.hosts)
         ),
     )
-    reserved, why = _reservations(snapshot, hosts, sound, st)
+    reserved, held, why = _reservations(snapshot, hosts, sound, st)
     problems += why
-    problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved)
+    problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved, held)
     problems += _priority_order(snapshot, hosts, sound, used)
     problems += _drains(snapshot, hosts, sound, used)
     return problems
@@ -150,31 +150,38 @@ def _free_after(hosts: HostArrays, used: np.ndarray) -> np.ndarray:
     return np.where(hosts.ready, np.maximum(hosts.cap - used, 0), 0)
 
 
-def _reservations(snapshot, hosts, plan, st) -> tuple[np.ndarray, list[str]]:  # type: ignore[no-untyped-def]
+def _reservations(snapshot, hosts, plan, st) -> tuple[np.ndarray, tuple[Held, ...], list[str]]:  # type: ignore[no-untyped-def]
     """Hosts the plan holds back for blocked gangs (models/round.md 8). Optional: a plan need
-    not reserve, but each reservation it declares must be the rule's own, recomputed here, and
-    no allocated work may start on its hosts. Returns the reserved hosts and the problems."""
+    not reserve, but each reservation it declares must be the rule's own, recomputed here; no
+    allocated work may start on its hosts, nor work of the gang's leaf queued behind it.
+    Returns the reserved hosts, the reservations and the problems."""
     mask = np.zeros(hosts.count, bool)
     if not plan.reservations:
-        return mask, []
+        return mask, (), []
     out = []
-    due = {r.workload: {hosts.names[h] for h in r.hosts} for r in reservations(snapshot, st, hosts)}
+    due = {r.workload: r for r in reservations(snapshot, st, hosts)}
+    held = []
     for r in plan.reservations:
-        if due.get(r.workload) != set(r.hosts):
+        rule = due.get(r.workload)
+        if rule is None or {hosts.names[h] for h in rule.hosts} != set(r.hosts):
             out.append(f"{r.workload}: reserves {', '.join(r.hosts)}, which the rule does not (8)")
             continue
-        mask[[hosts.index[h] for h in r.hosts]] = True
+        held.append(rule)
+        mask[list(rule.hosts)] = True
     for d in plan.decisions:
-        if d.action is Action.START and d.occupancy is Occupancy.ALLOCATED:
-            for h in d.hosts:
-                if mask[hosts.index[h]]:
-                    out.append(f"{d.workload}: starts on {h}, which is reserved for a gang (8)")
-    return mask, out
+        if d.action is not Action.START or d.occupancy is not Occupancy.ALLOCATED:
+            continue
+        if queued_behind(tuple(held), snapshot.by_id[d.workload]):
+            out.append(f"{d.workload}: starts although queued behind a reserving gang (8)")
+        for h in d.hosts:
+            if mask[hosts.index[h]]:
+                out.append(f"{d.workload}: starts on {h}, which is reserved for a gang (8)")
+    return mask, tuple(held), out
 
 
-def _unallocated_yields(snapshot, hosts, plan, used, st, reserved) -> list[str]:  # type: ignore[no-untyped-def]
-    """(4) Unallocated work never holds GPUs a waiting allocated workload could use (the GPUs
-    of reserved hosts it may not use this round)."""
+def _unallocated_yields(snapshot, hosts, plan, used, st, reserved, held) -> list[str]:  # type: ignore[no-untyped-def]
+    """(4) Unallocated work never holds GPUs a waiting allocated workload could use (not those
+    of reserved hosts, and none if it is queued behind a reserving gang: section 8)."""
     unallocated = np.zeros(hosts.count, np.int64)
     for d in plan.decisions:
         if d.action.holds_gpus and d.occupancy is Occupancy.UNALLOCATED:
@@ -196,7 +203,7 @@ def _unallocated_yields(snapshot, hosts, plan, used, st, reserved) -> list[str]:
         if d.occupancy is not Occupancy.ALLOCATED:
             continue
         w = snapshot.by_id[d.workload]
-        if d.action is Action.WAIT and fits[id(shapes[w.id])]:
+        if d.action is Action.WAIT and fits[id(shapes[w.id])] and not queued_behind(held, w):
             out.append(f"{w.id}: waits while unallocated work holds GPUs it could use (4)")
         if (
             d.action is Action.PREEMPT
