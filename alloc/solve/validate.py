@@ -74,7 +74,7 @@ def validate(
     reserved, held, why = _reservations(snapshot, hosts, sound, st)
     problems += why
     problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved, held)
-    problems += _priority_order(snapshot, hosts, sound, used)
+    problems += _priority_order(snapshot, hosts, sound, used, reserved, held)
     problems += _drains(snapshot, hosts, sound, used)
     return problems
 
@@ -214,9 +214,11 @@ def _unallocated_yields(snapshot, hosts, plan, used, st, reserved, held) -> list
     return out
 
 
-def _priority_order(snapshot, hosts, plan, used) -> list[str]:  # type: ignore[no-untyped-def]
+def _priority_order(snapshot, hosts, plan, used, reserved, held) -> list[str]:  # type: ignore[no-untyped-def]
     """(6) Inside one budget node, no start ahead of a waiting higher-priority workload that
-    fits in its place (compared within one occupancy class; see models/round.md)."""
+    fits in its place (compared within one occupancy class; see models/round.md). Under the
+    plan's reservations an allocated workload fits only off reserved hosts, and nowhere if it
+    is queued behind a reserving gang (section 8)."""
     starts = defaultdict(list)
     waits = defaultdict(list)
     for d in plan.decisions:
@@ -228,6 +230,13 @@ def _priority_order(snapshot, hosts, plan, used) -> list[str]:  # type: ignore[n
             waits[key].append(w)
     free = _free_after(hosts, used)
     shapes = shapes_of((w for ws in waits.values() for w in ws), hosts)
+    if held:
+        for (_, occupancy), ws in waits.items():
+            if occupancy is not Occupancy.ALLOCATED:
+                continue
+            for w in ws:
+                allowed = np.zeros(hosts.count, bool) if queued_behind(held, w) else ~reserved
+                shapes[w.id] = replace(shapes[w.id], allowed=shapes[w.id].allowed & allowed)
     out = []
     for key, started in starts.items():
         by_level: dict[int, tuple[list, PlaceIndex]] = {}
