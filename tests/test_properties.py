@@ -250,7 +250,8 @@ def _could_start_now(snapshot: Snapshot, w: Workload, free: dict[str, int]) -> s
 
     A workload that fits on one host of its type (of any state: shape_of) goes on one ready host
     of its type with enough free GPUs. A larger one takes whole free ready hosts of its type, all
-    of one capacity, ceil(gpus / capacity) of them, from one block if its topology is block.
+    of one GPU type and capacity, ceil(gpus / capacity) of them, from one block if its topology
+    is block.
     """
     typed = [h for h in snapshot.cluster.hosts if w.gpu_type is None or h.gpu_type == w.gpu_type]
     ready = [h for h in typed if h.state is HostState.READY]
@@ -260,9 +261,9 @@ def _could_start_now(snapshot: Snapshot, w: Workload, free: dict[str, int]) -> s
                 return f"{w.gpus} GPUs on {h.name} ({free[h.name]} of {h.gpus} free)"
         return None
     whole = [h for h in ready if free[h.name] == h.gpus]
-    for capacity in sorted({h.gpus for h in whole}):
+    for gpu_type, capacity in sorted({(h.gpu_type, h.gpus) for h in whole}):
         need = math.ceil(w.gpus / capacity)
-        same = [h for h in whole if h.gpus == capacity]
+        same = [h for h in whole if (h.gpu_type, h.gpus) == (gpu_type, capacity)]
         groups: list[list[Any]] = (
             [[h for h in same if h.block == b] for b in sorted({h.block for h in same})]
             if w.topology is Topology.BLOCK

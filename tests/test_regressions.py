@@ -112,3 +112,4 @@ def test_a_reserved_host_is_not_a_place_a_waiting_gang_could_use(solver):
     assert [(r.workload, len(r.hosts)) for r in plan.reservations] == [("large-000003", 32)]
     assert plan.decision("train-000243").action is Action.START
     assert plan.decision("train-000244").action is Action.WAIT
+
