@@ -43,6 +43,8 @@ REASON_TEXT = {
     Reason.TOPOLOGY: "there are enough free GPUs, but not inside one network block",
     Reason.GPU_TYPE: "no host in the cluster has the GPU type it asks for",
     Reason.TOO_LARGE: "it is larger than anything the ready cluster can ever give it",
+    Reason.RESERVED: "the room that fits it is held back for a gang that protected work keeps "
+    "from starting (a reservation; models/round.md, section 8)",
 }
 
 
@@ -215,8 +217,11 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
     if d.action is not Action.WAIT:
         return []
     w = ctx.snapshot.by_id[wid]
-    shape = ctx.shapes[wid]
+    shape = ctx.unreserved_shapes.get(wid, ctx.shapes[wid])
     hosts = ctx.hosts
+    held = _reservation_lines(plan, wid)
+    if d.reason is Reason.RESERVED:
+        return held
     if d.reason is Reason.GPU_TYPE:
         return [f"a ready host with GPU type {w.gpu_type} (types here: {', '.join(hosts.types)})"]
     if d.reason is Reason.TOO_LARGE:
@@ -256,22 +261,47 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
         )
     if d.reason is Reason.TOPOLOGY:
         out.append("or the workload accepts topology any")
+    return held + out
+
+
+def _reservation_lines(plan: Plan, wid: WorkloadId) -> list[str]:
+    """What the plan's reservations mean for `wid`: its own, or the ones in its way."""
+    w = plan.decision(wid)
+    out = []
+    for r in plan.reservations:
+        names = ", ".join(r.hosts)
+        when = format_time(r.ready_at)
+        if r.workload == wid:
+            out.append(
+                f"hosts {names} are reserved for it: no other allocated work starts there, and "
+                f"their protected work ends by {when}, when it can start"
+            )
+        elif w.reason is Reason.RESERVED:
+            out.append(
+                f"hosts {names} are reserved for {r.workload} until it starts (its room frees "
+                f"by {when}); work of {r.workload}'s team at its priority or lower queues "
+                "behind it"
+            )
     return out
 
 
 def _earliest(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> datetime | None:
     """The soonest time at which protection ends on enough hosts for the workload to fit; None
     when every place it could have is held, at least in part, by work without an end in sight
-    (past its protection but ranked ahead of it this round, or unallocated)."""
+    (past its protection but ranked ahead of it this round, or unallocated work in the way of
+    unallocated work)."""
     snapshot = ctx.snapshot
-    shape = ctx.shapes[wid]
+    shape = ctx.unreserved_shapes.get(wid, ctx.shapes[wid])
     hosts = ctx.hosts
+    allocated = ctx.standings[wid].occupancy is Occupancy.ALLOCATED
     release = np.zeros(hosts.count)  # seconds until every holder on the host may yield
     for d in plan.decisions:
         if not d.action.holds_gpus:
             continue
         if d.protected_until is not None and d.protected_until > snapshot.now:
             wait = (d.protected_until - snapshot.now).total_seconds()
+        elif allocated and d.occupancy is Occupancy.UNALLOCATED:
+            wait = 0.0  # unallocated work yields to allocated work at once
         else:
             wait = math.inf
         for h in d.hosts:

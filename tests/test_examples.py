@@ -58,3 +58,17 @@ def test_example_decisions_match_the_hand_derivation(path, solver):
     if expected_drained is not None:
         assert set(plan.drained_hosts) == expected_drained
     assert {r.workload: set(r.hosts) for r in plan.reservations} == expected_reserved
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_decision_of_every_example_can_be_explained(path):
+    from alloc.explain import explain
+
+    snapshot = load_instance(path)
+    plan = solve_checked(snapshot, "greedy")
+    for w in snapshot.workloads:
+        e = explain(snapshot, plan, w.id)
+        d = plan.decision(w.id)
+        assert e.lines()[0].startswith(f"{w.id}: {d.action.value}")
+        if d.action.value == "wait":
+            assert e.change, f"{w.id} waits ({d.reason.value}) and nothing says what would change"

@@ -155,3 +155,16 @@ def test_the_milp_starts_nothing_on_reserved_hosts_when_it_builds_its_model(monk
     assert plan.report.status != "fallback"
     assert plan.decision(WorkloadId("b-scavenge")).action is Action.START
     assert plan.decision(WorkloadId("b-next")).reason is Reason.RESERVED
+
+
+def test_explain_says_who_holds_the_reservation_and_until_when():
+    from alloc.explain import explain
+
+    snap = load_instance(EXAMPLE)
+    plan = solve_checked(snap, "greedy")
+    gang = "\n".join(explain(snap, plan, "a-gang").lines())
+    assert "hosts h0, h1, h6, h7 are reserved for it" in gang
+    assert "2026-11-30T13:00:00Z" in gang
+    waiting = "\n".join(explain(snap, plan, "a-later").lines())
+    assert "a-later: wait (reserved)" in waiting
+    assert "reserved for a-gang" in waiting
