@@ -76,11 +76,11 @@ def solve_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Roun
             plan = plan_of(warm, greedy_report(outcome.note or "greedy answered"))
         else:
             plan = plan_of(outcome.load, _milp_report(outcome))
-    problems = validate(snapshot, plan, ctx.standings, ctx.hosts)
+    problems = validate(snapshot, plan, ctx.standings, ctx.hosts, ctx.reservations)
     if problems and plan.report.solver == "milp":
         note = f"MILP plan failed validation ({problems[0]}); greedy answered"
         plan = plan_of(warm, greedy_report(note))
-        problems = validate(snapshot, plan, ctx.standings, ctx.hosts)
+        problems = validate(snapshot, plan, ctx.standings, ctx.hosts, ctx.reservations)
     if problems:
         raise InvalidPlanError(problems)
     return RoundResult(plan, ctx)

@@ -75,12 +75,14 @@ def round_context(snapshot: Snapshot) -> RoundContext:
     fixed, optional = fixed_and_optional_use(snapshot, hosts, st)
     empty = np.where(hosts.ready, hosts.cap, 0)
     beside_protected = np.where(hosts.ready, np.maximum(hosts.cap - fixed, 0), 0)
-    unique = {id(shape): shape for shape in (*own.values(), *shapes.values())}
+    unique = {id(shape): shape for shape in own.values()}
     fits_empty = {key: place(shape, empty, hosts) is not None for key, shape in unique.items()}
-    fits_now = {
-        key: fits_empty[key] and place(shape, beside_protected, hosts) is not None
-        for key, shape in unique.items()
-    }
+    fits_now: dict[int, bool] = {}
+    for wid, shape in shapes.items():  # a reservation restricts a shape: it may fit less now
+        if id(shape) not in fits_now:
+            fits_now[id(shape)] = (
+                fits_empty[id(own[wid])] and place(shape, beside_protected, hosts) is not None
+            )
     # Placeable: could ever start on this cluster (reservations aside); startable: this round.
     placeable = frozenset(
         wid for wid, shape in own.items() if st[wid].optional_running or fits_empty[id(shape)]

@@ -35,9 +35,11 @@ def validate(
     plan: Plan,
     standing: Mapping[WorkloadId, Standing] | None = None,
     hosts: HostArrays | None = None,
+    due: tuple[Held, ...] | None = None,
 ) -> list[str]:
-    """The contract's standings and the host arrays are pure functions of the snapshot; a
-    caller that has them may pass them (the round does) instead of having them recomputed."""
+    """The contract's standings, the host arrays and the reservations the rule makes
+    (`reserve.reservations`) are pure functions of the snapshot; a caller that has them may
+    pass them (the round does) instead of having them recomputed."""
     problems: list[str] = []
     hosts = hosts or host_arrays(snapshot)
     st = standing or standings(snapshot)
@@ -71,7 +73,7 @@ def validate(
             if d.workload in snapshot.by_id and all(h in hosts.index for h in d.hosts)
         ),
     )
-    reserved, held, why = _reservations(snapshot, hosts, sound, st)
+    reserved, held, why = _reservations(snapshot, hosts, sound, st, due)
     problems += why
     problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved, held)
     problems += _priority_order(snapshot, hosts, sound, used, reserved, held)
@@ -150,7 +152,7 @@ def _free_after(hosts: HostArrays, used: np.ndarray) -> np.ndarray:
     return np.where(hosts.ready, np.maximum(hosts.cap - used, 0), 0)
 
 
-def _reservations(snapshot, hosts, plan, st) -> tuple[np.ndarray, tuple[Held, ...], list[str]]:  # type: ignore[no-untyped-def]
+def _reservations(snapshot, hosts, plan, st, due) -> tuple[np.ndarray, tuple[Held, ...], list[str]]:  # type: ignore[no-untyped-def]
     """Hosts the plan holds back for blocked gangs (models/round.md 8). Optional: a plan need
     not reserve, but each reservation it declares must be the rule's own, recomputed here; no
     allocated work may start on its hosts, nor work of the gang's leaf queued behind it.
@@ -159,10 +161,10 @@ def _reservations(snapshot, hosts, plan, st) -> tuple[np.ndarray, tuple[Held, ..
     if not plan.reservations:
         return mask, (), []
     out = []
-    due = {r.workload: r for r in reservations(snapshot, st, hosts)}
+    rule_of = {r.workload: r for r in (reservations(snapshot, st, hosts) if due is None else due)}
     held = []
     for r in plan.reservations:
-        rule = due.get(r.workload)
+        rule = rule_of.get(r.workload)
         if rule is None or {hosts.names[h] for h in rule.hosts} != set(r.hosts):
             out.append(f"{r.workload}: reserves {', '.join(r.hosts)}, which the rule does not (8)")
             continue
