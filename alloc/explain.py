@@ -279,8 +279,7 @@ def _reservation_lines(plan: Plan, wid: WorkloadId) -> list[str]:
         elif w.reason is Reason.RESERVED:
             out.append(
                 f"hosts {names} are reserved for {r.workload} until it starts (its room frees "
-                f"by {when}); work of {r.workload}'s team at its priority or lower queues "
-                "behind it"
+                f"by {when}); it starts elsewhere when room of its shape frees there"
             )
     return out
 

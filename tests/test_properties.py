@@ -359,14 +359,8 @@ def test_no_gpu_idles_while_queued_or_preempted_work_could_use_it(solver: str, d
                 )
             if d.action is not Action.WAIT:
                 continue
-            # Hosts reserved for a blocked gang take no other allocated work this round, and
-            # the gang's leaf starts nothing of its priority or lower (models/round.md 8).
+            # Hosts reserved for a blocked gang take no other allocated work this round.
             reserved = {h for r in plan.reservations for h in r.hosts}
-            gangs = [snapshot.by_id[r.workload] for r in plan.reservations]
-            if d.occupancy is Occupancy.ALLOCATED and any(
-                g.budget == w.budget and w.priority <= g.priority for g in gangs
-            ):
-                continue
             if d.occupancy is Occupancy.ALLOCATED and reserved:
                 room = _could_start_now(
                     snapshot, w, {h: 0 if h in reserved else g for h, g in free.items()}

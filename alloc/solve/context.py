@@ -15,7 +15,7 @@ from alloc.policy.weights import Tier, Weights, weights
 from alloc.solve.load import Load
 from alloc.solve.placement import place
 from alloc.solve.problem import HostArrays, Shape, fixed_and_optional_use, host_arrays, shapes_of
-from alloc.solve.reserve import Held, queued_behind, reservations, reserved_mask
+from alloc.solve.reserve import Held, reservations, reserved_mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,23 +122,19 @@ def _avoiding_reservations(
     reserved: np.ndarray,
 ) -> tuple[dict[WorkloadId, Shape], dict[WorkloadId, Shape]]:
     """Queued allocated work other than the reserving gangs may not start on reserved hosts:
-    its shape leaves them out; work queued behind a gang in its leaf may start nowhere.
-    Returns the shapes and, for the restricted ones, their own."""
+    its shape leaves them out. Returns the shapes and, for the restricted ones, their own."""
     if not held:
         return shapes, {}
     gangs = {r.workload for r in held}
-    restricted: dict[tuple[int, bool], Shape] = {}
+    restricted: dict[int, Shape] = {}
     out = dict(shapes)
     own: dict[WorkloadId, Shape] = {}
     for wid, shape in shapes.items():
         s = st[wid]
         if s.workload.running or s.occupancy is not Occupancy.ALLOCATED or wid in gangs:
             continue
-        behind = queued_behind(held, s.workload)
-        key = (id(shape), behind)
-        if key not in restricted:
-            allowed = np.zeros_like(shape.allowed) if behind else shape.allowed & ~reserved
-            restricted[key] = replace(shape, allowed=allowed)
-        out[wid] = restricted[key]
+        if id(shape) not in restricted:
+            restricted[id(shape)] = replace(shape, allowed=shape.allowed & ~reserved)
+        out[wid] = restricted[id(shape)]
         own[wid] = shape
     return out, own

@@ -18,9 +18,7 @@ alone (no state between rounds):
 
 On reserved hosts no allocated workload starts this round (the gang itself cannot: it does not
 fit); unallocated work may fill their idle GPUs (it yields at once), and running work there is
-decided as anywhere else. The gang's own leaf starts no allocated work of the gang's priority or
-lower anywhere (`queued_behind`): otherwise the team's later work would take the entitlement
-the gang needs when its hosts free; its higher-priority work (debug) still starts. Once enough
+decided as anywhere else. Once enough
 protections have ended the gang can start, the reservation lapses, and the gang competes in
 fair-share order like any workload (if entitled, it displaces work beyond its entitlement and
 unallocated work).
@@ -34,7 +32,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from alloc.domain import BudgetPath, Occupancy, Snapshot, Workload, WorkloadId
+from alloc.domain import BudgetPath, Occupancy, Snapshot, WorkloadId
 from alloc.policy.contract import Standing
 from alloc.policy.fairshare import window_ratios
 from alloc.solve.placement import place
@@ -50,16 +48,7 @@ class Held:
     workload: WorkloadId
     hosts: tuple[int, ...]
     ready_at: datetime
-    budget: BudgetPath  # the gang's leaf
-    priority: int  # the gang's priority inside it
 
-
-def queued_behind(held: tuple[Held, ...], w: Workload) -> bool:
-    """A queued allocated workload of a reserving gang's leaf, of the gang's priority or lower:
-    it starts nowhere this round (it queues behind the gang, as inside a priority level)."""
-    return any(
-        w.budget == r.budget and w.priority <= r.priority and w.id != r.workload for r in held
-    )
 
 
 def reservations(
@@ -90,17 +79,7 @@ def reservations(
         budget -= len(chosen)
         taken[chosen] = True
         ready_at = datetime.fromtimestamp(float(release[chosen].max()), UTC)
-        s = st[w]
-        assert s.workload.budget is not None
-        out.append(
-            Held(
-                w,
-                tuple(int(h) for h in chosen),
-                ready_at,
-                s.workload.budget,
-                s.workload.priority,
-            )
-        )
+        out.append(Held(w, tuple(int(h) for h in chosen), ready_at))
     return tuple(out)
 
 

@@ -27,7 +27,7 @@ from alloc.domain import (
 from alloc.policy.contract import Standing, standings
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
-from alloc.solve.reserve import Held, queued_behind, reservations
+from alloc.solve.reserve import Held, reservations
 
 
 def validate(
@@ -73,10 +73,10 @@ def validate(
             if d.workload in snapshot.by_id and all(h in hosts.index for h in d.hosts)
         ),
     )
-    reserved, held, why = _reservations(snapshot, hosts, sound, st, due)
+    reserved, why = _reservations(snapshot, hosts, sound, st, due)
     problems += why
-    problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved, held)
-    problems += _priority_order(snapshot, hosts, sound, used, reserved, held)
+    problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved)
+    problems += _priority_order(snapshot, hosts, sound, used, reserved)
     problems += _drains(snapshot, hosts, sound, used)
     return problems
 
@@ -152,38 +152,33 @@ def _free_after(hosts: HostArrays, used: np.ndarray) -> np.ndarray:
     return np.where(hosts.ready, np.maximum(hosts.cap - used, 0), 0)
 
 
-def _reservations(snapshot, hosts, plan, st, due) -> tuple[np.ndarray, tuple[Held, ...], list[str]]:  # type: ignore[no-untyped-def]
+def _reservations(snapshot, hosts, plan, st, due) -> tuple[np.ndarray, list[str]]:  # type: ignore[no-untyped-def]
     """Hosts the plan holds back for blocked gangs (models/round.md 8). Optional: a plan need
-    not reserve, but each reservation it declares must be the rule's own, recomputed here; no
-    allocated work may start on its hosts, nor work of the gang's leaf queued behind it.
-    Returns the reserved hosts, the reservations and the problems."""
+    not reserve, but each reservation it declares must be the rule's own, recomputed here, and
+    no allocated work may start on its hosts. Returns the reserved hosts and the problems."""
     mask = np.zeros(hosts.count, bool)
     if not plan.reservations:
-        return mask, (), []
+        return mask, []
     out = []
     rule_of = {r.workload: r for r in (reservations(snapshot, st, hosts) if due is None else due)}
-    held = []
     for r in plan.reservations:
         rule = rule_of.get(r.workload)
         if rule is None or {hosts.names[h] for h in rule.hosts} != set(r.hosts):
             out.append(f"{r.workload}: reserves {', '.join(r.hosts)}, which the rule does not (8)")
             continue
-        held.append(rule)
         mask[list(rule.hosts)] = True
     for d in plan.decisions:
         if d.action is not Action.START or d.occupancy is not Occupancy.ALLOCATED:
             continue
-        if queued_behind(tuple(held), snapshot.by_id[d.workload]):
-            out.append(f"{d.workload}: starts although queued behind a reserving gang (8)")
         for h in d.hosts:
             if mask[hosts.index[h]]:
                 out.append(f"{d.workload}: starts on {h}, which is reserved for a gang (8)")
-    return mask, tuple(held), out
+    return mask, out
 
 
-def _unallocated_yields(snapshot, hosts, plan, used, st, reserved, held) -> list[str]:  # type: ignore[no-untyped-def]
+def _unallocated_yields(snapshot, hosts, plan, used, st, reserved) -> list[str]:  # type: ignore[no-untyped-def]
     """(4) Unallocated work never holds GPUs a waiting allocated workload could use (not those
-    of reserved hosts, and none if it is queued behind a reserving gang: section 8)."""
+    of reserved hosts: section 8)."""
     unallocated = np.zeros(hosts.count, np.int64)
     for d in plan.decisions:
         if d.action.holds_gpus and d.occupancy is Occupancy.UNALLOCATED:
@@ -205,7 +200,7 @@ def _unallocated_yields(snapshot, hosts, plan, used, st, reserved, held) -> list
         if d.occupancy is not Occupancy.ALLOCATED:
             continue
         w = snapshot.by_id[d.workload]
-        if d.action is Action.WAIT and fits[id(shapes[w.id])] and not queued_behind(held, w):
+        if d.action is Action.WAIT and fits[id(shapes[w.id])]:
             out.append(f"{w.id}: waits while unallocated work holds GPUs it could use (4)")
         if (
             d.action is Action.PREEMPT
@@ -216,11 +211,10 @@ def _unallocated_yields(snapshot, hosts, plan, used, st, reserved, held) -> list
     return out
 
 
-def _priority_order(snapshot, hosts, plan, used, reserved, held) -> list[str]:  # type: ignore[no-untyped-def]
+def _priority_order(snapshot, hosts, plan, used, reserved) -> list[str]:  # type: ignore[no-untyped-def]
     """(6) Inside one budget node, no start ahead of a waiting higher-priority workload that
     fits in its place (compared within one occupancy class; see models/round.md). Under the
-    plan's reservations an allocated workload fits only off reserved hosts, and nowhere if it
-    is queued behind a reserving gang (section 8)."""
+    plan's reservations an allocated workload fits only off reserved hosts (section 8)."""
     starts = defaultdict(list)
     waits = defaultdict(list)
     for d in plan.decisions:
@@ -232,13 +226,12 @@ def _priority_order(snapshot, hosts, plan, used, reserved, held) -> list[str]:  
             waits[key].append(w)
     free = _free_after(hosts, used)
     shapes = shapes_of((w for ws in waits.values() for w in ws), hosts)
-    if held:
+    if reserved.any():
         for (_, occupancy), ws in waits.items():
             if occupancy is not Occupancy.ALLOCATED:
                 continue
             for w in ws:
-                allowed = np.zeros(hosts.count, bool) if queued_behind(held, w) else ~reserved
-                shapes[w.id] = replace(shapes[w.id], allowed=shapes[w.id].allowed & allowed)
+                shapes[w.id] = replace(shapes[w.id], allowed=shapes[w.id].allowed & ~reserved)
     out = []
     for key, started in starts.items():
         by_level: dict[int, tuple[list, PlaceIndex]] = {}
