@@ -164,7 +164,11 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     for name, value, test in rows:
         shown = "-" if value is None else (f"{value:.4g}" if isinstance(value, float) else value)
         lines.append(f"| {name} | {shown} | {verdict(None if value is None else test(value))} |")
-    lines += ["", f"Philly rows: {PHILLY_CREDIT}.", "", END]
+    lines += ["", f"Philly rows: {PHILLY_CREDIT}.", ""]
+    notes = HERE / "simulation-notes.md"  # the written reading of these figures, kept by hand
+    if notes.exists():
+        lines += [notes.read_text(encoding="utf-8").rstrip(), ""]
+    lines += [END]
     return "\n".join(lines) + "\n"
 
 
