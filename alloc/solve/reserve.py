@@ -8,8 +8,9 @@ alone (no state between rounds):
 
 - a *candidate* is a queued allocated multi-host gang that fits the empty ready cluster but
   that protected work keeps from starting this round (so no solver could start it), whose
-  leaf is owed at least its GPUs (effective allocation x ready GPUs) and has used less than
-  its share over the window (ratio below 1); one per leaf, its first by priority and
+  leaf is owed (effective allocation x ready GPUs) at least its GPUs plus the allocated GPUs
+  the leaf holds now, so that it is entitled to start once its hosts free, and has used less
+  than its share over the window (ratio below 1); one per leaf, its first by priority and
   submission; candidates go lowest ratio first;
 - its hosts are the ones of its shape where protected work ends soonest (a host without
   protected work: now), in one block for topology `block`,
@@ -26,6 +27,7 @@ unallocated work).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -95,13 +97,20 @@ def _candidates(
 ) -> list[tuple[WorkloadId, Shape]]:
     ready_gpus = int(hosts.cap[hosts.ready].sum())
     largest = int(hosts.cap[hosts.ready].max()) if hosts.ready.any() else 0
+    running: dict[BudgetPath, int] = defaultdict(int)  # allocated GPUs held per leaf
+    for s in st.values():
+        if s.workload.running and s.occupancy is Occupancy.ALLOCATED and s.workload.budget:
+            running[s.workload.budget] += s.workload.gpus
     first: dict[BudgetPath, Standing] = {}
     for s in st.values():
         w = s.workload
         if w.running or s.occupancy is not Occupancy.ALLOCATED or w.gpus <= largest:
             continue
         assert w.budget is not None  # allocated work is funded
-        if w.gpus > snapshot.budgets.effective_allocation(w.budget) * ready_gpus:
+        # Entitled to it once its hosts free: what the leaf holds plus the gang within what
+        # it is owed (else the hosts would idle for a gang that cannot start when they free).
+        owed = snapshot.budgets.effective_allocation(w.budget) * ready_gpus
+        if running[w.budget] + w.gpus > owed:
             continue
         best = first.get(w.budget)
         if best is None or _team_key(s) < _team_key(best):
