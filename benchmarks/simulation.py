@@ -131,7 +131,7 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
             v = v.get(k) if isinstance(v, dict) else None
         return v
 
-    def verdict(ok: bool | None) -> str:
+    def verdict(ok: bool | None) -> str:  # None: a figure it needs was not measured
         return "-" if ok is None else ("met" if ok else "NOT MET")
 
     sg, sm = "synthetic/greedy", "synthetic/milp"
@@ -151,12 +151,15 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
         ("synthetic milp debug p90 wait <= 60 s", get(sm, "wait_s", "debug", "p90"),
          lambda v: v <= 60),
         ("synthetic milp large p90 <= half of greedy's", get(sm, "wait_s", "large", "p90"),
-         lambda v: v <= 0.5 * (get(sg, "wait_s", "large", "p90") or 0)),
+         lambda v: _below(v, get(sg, "wait_s", "large", "p90"), 0.5)),
         ("synthetic milp invariant violations = 0", get(sm, "invariant_violations"),
          lambda v: v == 0),
         ("legacy-priority: worst team below milp's", get("synthetic/legacy-priority",
          "worst_team", "delivered_over_owed"),
-         lambda v: v < (get(sm, "worst_team", "delivered_over_owed") or 0)),
+         lambda v: _below(v, get(sm, "worst_team", "delivered_over_owed"))),
+        ("legacy-priority: worst team below greedy's", get("synthetic/legacy-priority",
+         "worst_team", "delivered_over_owed"),
+         lambda v: _below(v, get(sg, "worst_team", "delivered_over_owed"))),
         ("legacy-priority: debug waits of hours (longest wait, s)", get(
             "synthetic/legacy-priority", "wait_s", "debug", "max"), lambda v: v >= 3600),
     ]
@@ -170,6 +173,13 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
         lines += [notes.read_text(encoding="utf-8").rstrip(), ""]
     lines += [END]
     return "\n".join(lines) + "\n"
+
+
+def _below(value: float, other: float | None, factor: float = 1.0) -> bool | None:
+    """value < factor x other (value <= for factor < 1); None when `other` was not measured."""
+    if other is None:
+        return None
+    return value <= factor * other if factor < 1.0 else value < other
 
 
 def with_section(text: str, section: str) -> str:
