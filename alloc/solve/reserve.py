@@ -52,7 +52,6 @@ class Held:
     ready_at: datetime
 
 
-
 def reservations(
     snapshot: Snapshot, st: Mapping[WorkloadId, Standing], hosts: HostArrays
 ) -> tuple[Held, ...]:
