@@ -122,6 +122,20 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def on_trace(
+    command: str, files: dict[str, Path], out: Path, *args: str | Path, days: str = "0.01"
+) -> Any:
+    """`alloc simulate` or `alloc whatif` of the test lab and trace, with `args`."""
+    return run(
+        command, files["lab.yaml"], "--trace", files["trace.csv"], *args,
+        "--days", days, "--out", out,
+    )
+
+
+def whatif(files: dict[str, Path], out: Path, *args: str | Path) -> Any:
+    return on_trace("whatif", files, out, *args)
+
+
 def check_run_folder(folder: Path) -> dict[str, Any]:
     assert {p.name for p in folder.iterdir()} >= RUN_FILES
     for png in folder.glob("*.png"):
@@ -168,18 +182,7 @@ def test_simulate_a_lab_with_a_trace(files, tmp_path):
     # submission and completes: allocated j1 8 GPU-hours + j2 2 GPU-hours = 10 (10/48);
     # unallocated j3 4 GPU-hours (4/48).
     out = tmp_path / "out"
-    result = run(
-        "simulate",
-        files["lab.yaml"],
-        "--trace",
-        files["trace.csv"],
-        "--policy",
-        "greedy",
-        "--days",
-        "0.125",
-        "--out",
-        out,
-    )
+    result = on_trace("simulate", files, out, "--policy", "greedy", days="0.125")
     assert result.exit_code == 0, result.output + result.stderr
     m = check_run_folder(out)
     assert m["jobs"] == {"submitted": 3, "completed": 3, "running_at_end": 0, "queued_at_end": 0}
@@ -382,18 +385,7 @@ def test_bad_options_of_simulate_are_bad_input(files, tmp_path, args, named):
 def test_a_bad_host_events_file_is_bad_input(files, tmp_path):
     events = write(tmp_path, "hosts.csv", "time,host,state\n600,h9,unhealthy\n")
     out = tmp_path / "out"
-    result = run(
-        "simulate",
-        files["lab.yaml"],
-        "--trace",
-        files["trace.csv"],
-        "--host-events",
-        events,
-        "--days",
-        "0.01",
-        "--out",
-        out,
-    )
+    result = on_trace("simulate", files, out, "--host-events", events)
     assert_bad_input(result, out, f"{events}:2", "host", "h9")
 
 
@@ -411,12 +403,6 @@ def test_a_bad_lab_is_bad_input(files, tmp_path):
     assert_bad_input(result, out, f"{lab}:6", "cluster.hosts[1].gpus")
 
 
-def whatif(files: dict[str, Path], out: Path, *args: str | Path) -> Any:
-    """`alloc whatif` of the test lab and trace for a moment, with `args`."""
-    return run(
-        "whatif", files["lab.yaml"], "--trace", files["trace.csv"], *args,
-        "--days", "0.01", "--out", out,
-    )
 
 
 def test_unknown_policy_in_whatif_is_bad_input(files, tmp_path):
@@ -492,18 +478,7 @@ def time_limit(seconds: float) -> Iterator[None]:
 def test_a_round_interval_of_zero_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
     with time_limit(3.0):
-        result = run(
-            "simulate",
-            files["lab.yaml"],
-            "--trace",
-            files["trace.csv"],
-            "--round-interval",
-            "0s",
-            "--days",
-            "0.01",
-            "--out",
-            out,
-        )
+        result = on_trace("simulate", files, out, "--round-interval", "0s")
     assert_bad_input(result, out, "--round-interval")
 
 
@@ -553,19 +528,8 @@ def test_simulate_keeps_its_ledger_in_the_file_given(files, tmp_path):
     # only the allocated ones charged.
     ledger = tmp_path / "ledger.sqlite"
     out = tmp_path / "out"
-    result = run(
-        "simulate",
-        files["lab.yaml"],
-        "--trace",
-        files["trace.csv"],
-        "--policy",
-        "greedy",
-        "--days",
-        "0.125",
-        "--ledger",
-        ledger,
-        "--out",
-        out,
+    result = on_trace(
+        "simulate", files, out, "--policy", "greedy", "--ledger", ledger, days="0.125"
     )
     assert result.exit_code == 0, result.output + result.stderr
     from alloc.ledger import SQLiteStore
@@ -584,16 +548,5 @@ def test_simulate_keeps_its_ledger_in_the_file_given(files, tmp_path):
 
 def test_a_ledger_path_that_cannot_be_opened_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
-    result = run(
-        "simulate",
-        files["lab.yaml"],
-        "--trace",
-        files["trace.csv"],
-        "--days",
-        "0.01",
-        "--ledger",
-        tmp_path / "no" / "such" / "dir" / "l.db",
-        "--out",
-        out,
-    )
+    result = on_trace("simulate", files, out, "--ledger", tmp_path / "no" / "such" / "dir" / "l.db")
     assert_bad_input(result, out, "--ledger")
