@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
@@ -15,7 +15,7 @@ from alloc.policy.weights import Tier, Weights, weights
 from alloc.solve.load import Load
 from alloc.solve.placement import place
 from alloc.solve.problem import HostArrays, Shape, fixed_and_optional_use, host_arrays, shapes_of
-from alloc.solve.reserve import Held, reservations, reserved_mask
+from alloc.solve.reserve import Held, off_reserved, reservations, reserved_mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +134,7 @@ def _avoiding_reservations(
         if s.workload.running or s.occupancy is not Occupancy.ALLOCATED or wid in gangs:
             continue
         if id(shape) not in restricted:
-            restricted[id(shape)] = replace(shape, allowed=shape.allowed & ~reserved)
+            restricted[id(shape)] = off_reserved(shape, reserved)
         out[wid] = restricted[id(shape)]
         own[wid] = shape
     return out, own

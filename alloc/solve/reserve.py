@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -82,6 +82,11 @@ def reservations(
         ready_at = datetime.fromtimestamp(float(release[chosen].max()), UTC)
         out.append(Held(w, tuple(int(h) for h in chosen), ready_at))
     return tuple(out)
+
+
+def off_reserved(shape: Shape, reserved: np.ndarray) -> Shape:
+    """Where queued allocated work may start under reservations: its shape without them."""
+    return replace(shape, allowed=shape.allowed & ~reserved)
 
 
 def reserved_mask(held: tuple[Held, ...], hosts: HostArrays) -> np.ndarray:

@@ -27,7 +27,7 @@ from alloc.domain import (
 from alloc.policy.contract import Standing, standings
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
-from alloc.solve.reserve import Held, reservations
+from alloc.solve.reserve import Held, off_reserved, reservations
 
 
 def validate(
@@ -231,7 +231,7 @@ def _priority_order(snapshot, hosts, plan, used, reserved) -> list[str]:  # type
             if occupancy is not Occupancy.ALLOCATED:
                 continue
             for w in ws:
-                shapes[w.id] = replace(shapes[w.id], allowed=shapes[w.id].allowed & ~reserved)
+                shapes[w.id] = off_reserved(shapes[w.id], reserved)
     out = []
     for key, started in starts.items():
         by_level: dict[int, tuple[list, PlaceIndex]] = {}
