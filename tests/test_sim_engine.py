@@ -561,6 +561,24 @@ def test_occupancy_splits_allocated_and_unallocated_time_over_ready_time():
     assert m["occupancy"] == pytest.approx(0.25, abs=1e-6)
 
 
+@pytest.mark.parametrize("policy", ["greedy", "fifo"])
+def test_occupancy_while_queued_counts_only_work_that_could_ever_start(policy):
+    # Two hosts (16 GPUs), 4 hours. x asks for 24 GPUs: more than the cluster, it waits all
+    # run but is not work waiting for GPUs. a holds 8 GPUs 0..1 h; b (16 GPUs, at 30 min)
+    # waits for a until 1 h, then runs 1 h. Queued work that could start: 30 min..1 h, with
+    # 8 of 16 GPUs held: occupancy while queued 0.5 (counting x it would be 40/64).
+    jobs = [
+        job("a", "a", 8, 0.0, HOUR, HOUR),
+        job("x", "a", 24, 0.0, HOUR, HOUR),
+        job("b", "b", 16, 1800.0, HOUR, HOUR),
+    ]
+    result = simulate(lab(2), jobs, policy, days=4 / 24)
+    assert times(result, "b") == (HOUR, 2 * HOUR)
+    assert times(result, "x") == (None, None)
+    m = metrics(result, policy, 1)
+    assert m["occupancy_while_queued"] == pytest.approx(0.5, abs=1e-6)
+
+
 @pytest.mark.parametrize("policy", CONTRACT)
 def test_waits_are_reported_by_class(policy):
     # Eight hosts (64 GPUs) in one block. L (64 GPUs, team a) fills the cluster 0..3600 s;

@@ -2,8 +2,9 @@
 
 - availability: ready GPU time / installed GPU time.
 - occupancy: GPU time held by work / ready GPU time, split allocated / unallocated; and the same
-  over the time in which a round had left queued work waiting (`occupancy_while_queued`: the
-  seconds between an arrival and the round that starts it do not count).
+  over the time in which a round had left queued work waiting that could start on the ready
+  cluster if it were empty (`occupancy_while_queued`: the seconds between an arrival and the
+  round that starts it do not count, nor work larger than every place it could ever have).
 - impact, per budget leaf ("team"): owed = effective allocation x ready GPU time, capped hour by
   hour at the team's demand (GPU time of its allocated work, queued or running);
   delivered = its allocated GPU time. delivered/owed = sum over hours of min(delivered, owed)

@@ -21,7 +21,7 @@ class Rates:
     unallocated: int = 0  # ... by unallocated work
     held_elsewhere: int = 0  # GPUs held on hosts that are not ready (draining)
     queued: int = 0  # GPUs asked for by queued work
-    waiting: int = 0  # GPUs of queued work the last round left waiting
+    waiting: int = 0  # GPUs of queued work the last round left waiting that could ever start
     delivered: defaultdict[BudgetPath, int] = field(default_factory=lambda: defaultdict(int))
     demand: defaultdict[BudgetPath, int] = field(default_factory=lambda: defaultdict(int))
     busy_util: float = 0.0  # sum of gpus x util over running work that states its util

@@ -55,6 +55,7 @@ class World:
             if host.state.draining:
                 self.drain_started[name] = 0.0  # draining since the start
         self._cluster: Cluster | None = None
+        self._fits_empty: dict[tuple[int, Topology], bool] = {}  # reset when hosts change
         # A trace job without a topology gets the instance default: block if it is larger
         # than one host (traces name no GPU type, so the largest host of any type).
         largest = max((h.gpus for h in self.hosts.values()), default=0)
@@ -141,6 +142,29 @@ class World:
                 return True
             whole += host.gpus if free == host.gpus else 0
         return gpus > largest and whole >= gpus
+
+    def fits_empty(self, sj: SimJob) -> bool:
+        """The job fits the ready cluster with nothing running: one ready host large enough,
+        or enough whole ready hosts of one type and size (in one block for topology block)."""
+        key = (sj.job.gpus, sj.topology)
+        if key not in self._fits_empty:
+            gpus = sj.job.gpus
+            groups: dict[tuple[str | None, str, int], int] = {}
+            for name, host in self.hosts.items():
+                if host.state is HostState.READY and name not in self.removed:
+                    if host.gpus >= gpus:
+                        self._fits_empty[key] = True
+                        return True
+                    block = host.block if sj.topology is Topology.BLOCK else None
+                    group = (block, host.gpu_type, host.gpus)
+                    groups[group] = groups.get(group, 0) + 1
+            self._fits_empty[key] = any(n * cap >= gpus for (*_, cap), n in groups.items())
+        return self._fits_empty[key]
+
+    def startable_queued_gpus(self) -> int:
+        """GPUs of queued work that could start on this ready cluster if it were empty (work
+        larger than every place it could have does not count as waiting for GPUs)."""
+        return sum(sj.job.gpus for sj in self.queued.values() if self.fits_empty(sj))
 
     def could_take_place(self, sj: SimJob) -> bool:
         """Some queued allocated job fits on one of the running job's hosts with its GPUs and
@@ -267,6 +291,7 @@ class World:
         elif not state.draining:
             self.drain_started.pop(name, None)  # back in service: a later drain starts afresh
         self._cluster = None
+        self._fits_empty.clear()
 
     def _host_share(self, name: HostName, sign: int) -> None:
         """Move the GPUs held on a host between 'on ready hosts' and 'elsewhere'."""
@@ -298,6 +323,7 @@ class World:
         self.trouble -= 1
         self.rates.installed -= self.hosts[name].gpus
         self._cluster = None
+        self._fits_empty.clear()
 
     # -- snapshot --------------------------------------------------------------------------
 
