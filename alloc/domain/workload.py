@@ -30,14 +30,13 @@ class Workload:
     started: datetime | None = None
     hosts: Mapping[HostName, int] = field(default_factory=lambda: MappingProxyType({}))
     runtime_s: float | None = None  # work it still needs; known to a simulation only
+    # started is not None; a plain attribute (not a property): rounds read it millions of times
+    running: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.hosts, MappingProxyType):
             object.__setattr__(self, "hosts", MappingProxyType(dict(self.hosts)))
-
-    @property
-    def running(self) -> bool:
-        return self.started is not None
+        object.__setattr__(self, "running", self.started is not None)
 
     def running_seconds(self, now: datetime) -> float:
         return (now - self.started).total_seconds() if self.started is not None else 0.0

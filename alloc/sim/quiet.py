@@ -12,33 +12,62 @@ one vectorised placement test per distinct request shape.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from alloc.domain import HostState
+from alloc.domain import Cluster, HostName, HostState
 from alloc.sim.world import World
+
+
+@dataclass(frozen=True, slots=True)
+class _Hosts:
+    """The cluster's hosts as arrays, built once per `World.cluster()` (hosts changed)."""
+
+    cluster: Cluster
+    names: tuple[HostName, ...]
+    index: dict[HostName, int]
+    cap: np.ndarray
+    ready: np.ndarray
+    draining: np.ndarray
+    maintenance: np.ndarray
+
+
+_last: list[_Hosts] = []  # a one-entry cache: the cluster of the last call
+
+
+def _hosts(world: World) -> _Hosts:
+    cluster = world.cluster()
+    if _last and _last[0].cluster is cluster:
+        return _last[0]
+    hosts = cluster.hosts
+    table = _Hosts(
+        cluster,
+        tuple(h.name for h in hosts),
+        {h.name: i for i, h in enumerate(hosts)},
+        np.array([h.gpus for h in hosts], np.int64),
+        np.array([h.state is HostState.READY for h in hosts], bool),
+        np.array([h.state.draining for h in hosts], bool),
+        np.array([h.state is HostState.MAINTENANCE for h in hosts], bool),
+    )
+    _last[:] = [table]
+    return table
 
 
 def nothing_to_decide(world: World) -> bool:
     if not world.queued and world.trouble == 0:
         return True  # the common case, in O(1)
     now = world.now_s
-    hosts = world.hosts
-    names = [n for n in hosts if n not in world.removed]
-    index = {n: i for i, n in enumerate(names)}
-    free = np.zeros(len(names), np.int64)
-    room = np.zeros(len(names), np.int64)  # free plus displaceable
-    cap = np.zeros(len(names), np.int64)
-    ready = np.zeros(len(names), bool)
-    for i, n in enumerate(names):
-        h = hosts[n]
-        cap[i] = h.gpus
-        ready[i] = h.state is HostState.READY
-        if h.state.draining and world.used[n] == 0:
+    t = _hosts(world)
+    index, cap, ready = t.index, t.cap, t.ready
+    used = np.fromiter((world.used[n] for n in t.names), np.int64, len(t.names))
+    if world.trouble:
+        if np.any(t.draining & (used == 0)):
             return False  # an empty draining host is due to be handed over
-        if h.state is HostState.MAINTENANCE and world.used[n]:
+        if np.any(t.maintenance & (used > 0)):
             return False
-        if ready[i]:
-            free[i] = h.gpus - world.used[n]
+    free = np.where(ready, cap - used, 0)
+    room = np.zeros(len(t.names), np.int64)  # displaceable GPUs
     for sj in world.running.values():
         protected = sj.allocated and now < sj.seg_start_s + sj.job.min_runtime_s
         for n, gpus in sj.hosts.items():

@@ -42,9 +42,11 @@ class RoundContext:
     def initial_load(self) -> Load:
         """Protected work held and every optional running workload kept where it is."""
         load = Load(self.hosts)
-        for wid, s in self.standings.items():
-            if s.protected or s.optional_running:
-                self.hold(load, wid, self.running_placement(wid))
+        load.hold_all(
+            self._holding(wid, self.running_placement(wid))
+            for wid, s in self.standings.items()
+            if s.protected or s.optional_running
+        )
         return load
 
     def running_placement(self, workload: WorkloadId) -> dict[int, int]:
@@ -53,11 +55,15 @@ class RoundContext:
 
     def hold(self, load: Load, workload: WorkloadId, placement: dict[int, int]) -> None:
         """Hold with the tier as displacement category and the value lost if displaced."""
+        load.hold(*self._holding(workload, placement))
+
+    def _holding(
+        self, workload: WorkloadId, placement: dict[int, int]
+    ) -> tuple[WorkloadId, dict[int, int], Tier | None, float]:
         if self.standings[workload].protected:
-            load.hold(workload, placement)
-            return
+            return workload, placement, None, 0.0
         cost = self.weights.hold_value[workload] + self.weights.preempt_cost.get(workload, 0.0)
-        load.hold(workload, placement, self.tier(workload), cost)
+        return workload, placement, self.tier(workload), cost
 
     def start_free(self) -> np.ndarray:
         """Free GPUs per host at the start of the round (optional running work still in place)."""

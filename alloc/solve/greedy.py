@@ -14,6 +14,7 @@ from alloc.policy.weights import Tier
 from alloc.solve.context import RoundContext
 from alloc.solve.load import Load
 from alloc.solve.placement import Displacement, place_displacing
+from alloc.solve.problem import Shape
 
 # Rebalancing never preempts more GPUs of work over its entitlement than this many times what
 # the entitled workload asks for (at least a host's worth): a 1-GPU job does not send a 200-GPU
@@ -30,9 +31,23 @@ def displaceable_tiers(tier: Tier) -> tuple[Tier, ...]:
 
 
 def find_place(ctx: RoundContext, load: Load, wid: WorkloadId) -> Displacement | None:
-    """The cheapest place for a queued workload, displacing what its tier may displace."""
+    """The cheapest place for a queued workload, displacing what its tier may displace.
+
+    The answer depends only on the shape, the tier and the load, so a search that failed is
+    not repeated until the load changes (a long queue holds many workloads of one shape)."""
     shape = ctx.shapes[wid]
-    tiers = displaceable_tiers(ctx.tier(wid))
+    tier = ctx.tier(wid)
+    key = (id(shape), tier)
+    if load.failed.get(key) == load.version:
+        return None
+    found = _find_place(ctx, load, shape, tier)
+    if found is None:
+        load.failed[key] = load.version
+    return found
+
+
+def _find_place(ctx: RoundContext, load: Load, shape: Shape, tier: Tier) -> Displacement | None:
+    tiers = displaceable_tiers(tier)
     found = place_displacing(shape, load, tiers)
     if found is None or Tier.OVER not in tiers:
         return found

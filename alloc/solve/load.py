@@ -36,6 +36,10 @@ class Load:
         np.add.at(self.histogram, (hosts.type_of[ready], hosts.cap[ready]), 1)
         # Ready hosts with every GPU free, per kind (GPU type and size): a gang's quick test.
         self.whole = np.bincount(hosts.kind_of[ready], minlength=len(hosts.kinds))
+        # Every hold or release changes the version: a search that failed at this version
+        # fails again (`failed`: search key -> version; see greedy.find_place).
+        self.version = 0
+        self.failed: dict[Hashable, int] = {}
 
     def free(self) -> np.ndarray:
         """GPUs new work may take per host (nothing on hosts that are not ready). Read-only."""
@@ -63,6 +67,7 @@ class Load:
     ) -> None:
         """Give `placement` to `workload`; a `category` makes it displaceable at `cost`."""
         assert workload not in self.held, workload
+        self.version += 1
         self.held[workload] = dict(placement)
         total = sum(placement.values())
         for h, g in placement.items():
@@ -80,8 +85,55 @@ class Load:
                 self.reclaim_full[category][h] += cost
             self.reclaim_total[category] += total
 
+    def hold_all(
+        self, items: Iterable[tuple[WorkloadId, Mapping[int, int], Hashable | None, float]]
+    ) -> None:
+        """`hold` for many workloads at once (a round's running work), with the arrays updated
+        in bulk: the same state as holding them one by one, in a fraction of the time."""
+        hs: list[int] = []
+        gs: list[int] = []
+        per_category: dict[Hashable, tuple[list[int], list[int], list[float], list[float]]] = {}
+        for workload, placement, category, cost in items:
+            assert workload not in self.held, workload
+            self.held[workload] = dict(placement)
+            total = sum(placement.values())
+            for h, g in placement.items():
+                hs.append(h)
+                gs.append(g)
+                self.on_host[h].add(workload)
+            if category is None:
+                continue
+            self.category[workload] = (category, cost)
+            ch, cg, shared, full = per_category.setdefault(category, ([], [], [], []))
+            for h, g in placement.items():
+                ch.append(h)
+                cg.append(g)
+                shared.append(cost * g / total)
+                full.append(cost)
+            self.reclaim_total[category] += total
+        if not hs:
+            return
+        self.version += 1
+        np.add.at(self.used, hs, gs)
+        hosts = self.hosts
+        self._free = np.where(hosts.ready, np.maximum(hosts.cap - self.used, 0), 0)
+        ready = np.flatnonzero(hosts.ready)
+        self.histogram[:] = 0
+        np.add.at(self.histogram, (hosts.type_of[ready], self._free[ready]), 1)
+        whole = ready[self._free[ready] == hosts.cap[ready]]
+        self.whole = np.bincount(hosts.kind_of[whole], minlength=len(hosts.kinds))
+        for category, (ch, cg, shared, full) in per_category.items():
+            if category not in self.reclaim:
+                self.reclaim[category] = np.zeros(hosts.count, np.int64)
+                self.reclaim_cost[category] = np.zeros(hosts.count)
+                self.reclaim_full[category] = np.zeros(hosts.count)
+            np.add.at(self.reclaim[category], ch, cg)
+            np.add.at(self.reclaim_cost[category], ch, shared)
+            np.add.at(self.reclaim_full[category], ch, full)
+
     def release(self, workload: WorkloadId) -> Placement:
         placement = self.held.pop(workload)
+        self.version += 1
         total = sum(placement.values())
         for h, g in placement.items():
             self._touch(h, -g)
