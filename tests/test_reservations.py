@@ -52,12 +52,16 @@ def test_reservations_are_written_to_and_read_from_the_plan_file(tmp_path):
     plan = solve_checked(load_instance(EXAMPLE), "greedy")
     path = tmp_path / "plan.json"
     path.write_text(dump_plan(plan))
-    assert load_plan(path).reservations == plan.reservations == (
-        Reservation(
-            WorkloadId("a-gang"),
-            (HostName("h0"), HostName("h1"), HostName("h6"), HostName("h7")),
-            NOW.replace(hour=13),
-        ),
+    assert (
+        load_plan(path).reservations
+        == plan.reservations
+        == (
+            Reservation(
+                WorkloadId("a-gang"),
+                (HostName("h0"), HostName("h1"), HostName("h6"), HostName("h7")),
+                NOW.replace(hour=13),
+            ),
+        )
     )
 
 
@@ -93,13 +97,21 @@ def test_a_gang_starts_when_the_reserved_hosts_free_instead_of_starving(policy):
     16-GPU gang never sees two free hosts; with one, h1 is held back at 1 h and the gang starts
     at 2 h, when h2 frees."""
     running = [
-        workload(f"b-run{i}", 8, budget="b", min_runtime=f"{i}h", runtime=f"{i}h",
-                 started=NOW.isoformat(), hosts={f"h{i}": 8})
+        workload(
+            f"b-run{i}",
+            8,
+            budget="b",
+            min_runtime=f"{i}h",
+            runtime=f"{i}h",
+            started=NOW.isoformat(),
+            hosts={f"h{i}": 8},
+        )
         for i in range(1, 5)
     ]
     snap = snapshot_of(
-        instance(hosts=[host(f"h{i}", block="b1", rack="r1") for i in range(1, 5)],
-                 workloads=running)
+        instance(
+            hosts=[host(f"h{i}", block="b1", rack="r1") for i in range(1, 5)], workloads=running
+        )
     )
     jobs = [job("a-gang", "a", 16, 0.0, 2 * HOUR, 2 * HOUR)]
     jobs += [job(f"b-next{i}", "b", 8, 0.0, 4 * HOUR, 4 * HOUR) for i in range(12)]

@@ -127,8 +127,15 @@ def on_trace(
 ) -> Any:
     """`alloc simulate` or `alloc whatif` of the test lab and trace, with `args`."""
     return run(
-        command, files["lab.yaml"], "--trace", files["trace.csv"], *args,
-        "--days", days, "--out", out,
+        command,
+        files["lab.yaml"],
+        "--trace",
+        files["trace.csv"],
+        *args,
+        "--days",
+        days,
+        "--out",
+        out,
     )
 
 
@@ -401,8 +408,6 @@ def test_a_bad_lab_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
     result = run("simulate", lab, "--trace", files["trace.csv"], "--out", out)
     assert_bad_input(result, out, f"{lab}:6", "cluster.hosts[1].gpus")
-
-
 
 
 def test_unknown_policy_in_whatif_is_bad_input(files, tmp_path):

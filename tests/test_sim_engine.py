@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import host, instance, snapshot_of
+from conftest import NOW, host, instance, snapshot_of, workload
 
 from alloc.domain import BudgetPath, HostName, HostState, Snapshot, TraceJob, WorkloadId
 from alloc.io import InputError
@@ -96,6 +97,21 @@ def intervals(result: SimResult) -> list[tuple[str, str | None, float, float, fl
 def charged_at_end(result: SimResult) -> dict[BudgetPath, float]:
     world = result.world
     return world.ledger.window_gpu_hours(world.epoch0 + result.horizon_s)
+
+
+@pytest.mark.parametrize("policy", CONTRACT)
+def test_a_lab_workload_keeps_the_gpu_type_it_asks_for(policy):
+    # h1 has h100 GPUs, h2 a100. The lab's running r holds h2 for 1 more hour; queued q asks
+    # for a100 GPUs: it waits for h2 (free h1 is the wrong type) and starts there at 1 h.
+    hosts = [host("h1", gpu_type="h100"), host("h2", gpu_type="a100")]
+    started = (NOW - timedelta(hours=1)).isoformat()
+    workloads = [
+        workload("r", 8, "b", "30m", hosts={"h2": 8}, started=started, runtime="1h"),
+        workload("q", 8, "a", "30m", gpu_type="a100", runtime="2h"),
+    ]
+    result = simulate(snapshot_of(instance(hosts=hosts, workloads=workloads)), [], policy)
+    assert times(result, "r") == (-HOUR, HOUR)
+    assert times(result, "q") == (HOUR, 3 * HOUR)
 
 
 # one job

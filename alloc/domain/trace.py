@@ -21,3 +21,4 @@ class TraceJob:
     topology: Topology | None = None  # None: block if larger than one host, else any
     util: float | None = None  # GPU utilisation 0..1 over its life, when the trace has it
     kind: str | None = None  # free-form class, e.g. debug / train
+    gpu_type: str | None = None  # None: any type (a lab's workload may name one)

@@ -47,6 +47,7 @@ def lab_jobs(lab: Snapshot) -> list[TraceJob]:
                 priority=w.priority,
                 topology=w.topology,
                 kind="lab",
+                gpu_type=w.gpu_type,
             )
         )
     return out

@@ -55,7 +55,8 @@ class World:
             if host.state.draining:
                 self.drain_started[name] = 0.0  # draining since the start
         self._cluster: Cluster | None = None
-        self._fits_empty: dict[tuple[int, Topology], bool] = {}  # reset when hosts change
+        # (gpus, topology, gpu type) -> fits the empty ready cluster; reset when hosts change
+        self._fits_empty: dict[tuple[int, Topology, str | None], bool] = {}
         # A trace job without a topology gets the instance default: block if it is larger
         # than one host (traces name no GPU type, so the largest host of any type).
         largest = max((h.gpus for h in self.hosts.values()), default=0)
@@ -145,12 +146,15 @@ class World:
 
     def fits_empty(self, sj: SimJob) -> bool:
         """The job fits the ready cluster with nothing running: one ready host large enough,
-        or enough whole ready hosts of one type and size (in one block for topology block)."""
-        key = (sj.job.gpus, sj.topology)
+        or enough whole ready hosts of one type and size (in one block for topology block), of
+        the job's GPU type if it names one."""
+        key = (sj.job.gpus, sj.topology, sj.job.gpu_type)
         if key not in self._fits_empty:
-            gpus = sj.job.gpus
+            gpus, wanted = sj.job.gpus, sj.job.gpu_type
             groups: dict[tuple[str | None, str, int], int] = {}
             for name, host in self.hosts.items():
+                if wanted is not None and host.gpu_type != wanted:
+                    continue
                 if host.state is HostState.READY and name not in self.removed:
                     if host.gpus >= gpus:
                         self._fits_empty[key] = True
@@ -348,6 +352,7 @@ class World:
                 resumable=j.resumable,
                 priority=j.priority,
                 topology=sj.topology,
+                gpu_type=j.gpu_type,
                 started=self.at(sj.seg_start_s) if running else None,
                 hosts=sj.hosts if running else {},
             )
