@@ -127,7 +127,13 @@ def test_a_job_alone_starts_at_its_submission_and_runs_exactly_its_runtime(polic
     assert intervals(result) == [("j", "a", 8, 100.0, 100.0 + 2 * HOUR, True)]
     assert charged_at_end(result) == {"a": pytest.approx(16.0)}
     m = metrics(result, policy, 1)
-    assert m["wait_s"]["small"] == {"p50": 0.0, "p90": 0.0, "max": 0.0, "count": 1}
+    assert m["wait_s"]["small"] == {
+        "p50": 0.0,
+        "p90": 0.0,
+        "max": 0.0,
+        "count": 1,
+        "never_started": 0,
+    }
     assert m["teams"]["a"]["wait_p50_s"] == 0.0
     assert m["teams"]["a"]["delivered_gpu_hours"] == pytest.approx(16.0)
     assert m["jobs"]["completed"] == 1
@@ -605,7 +611,8 @@ def test_waits_are_reported_by_class(policy):
     #   Z: team b, minimum 0              -> unallocated, waits 3200 s
     #   U: 64 GPUs, no budget             -> unallocated (not large), waits for D, S and Z to
     #                                        end at 4200 s: 3900 s
-    #   X: 128 GPUs, never fits           -> large, counted with its wait to the end: 10800-500
+    #   X: 128 GPUs, never fits           -> large, counted with its wait to the end: 10800-500,
+    #                                        and as a job that never started
     jobs = [
         job("L", "a", 64, 0.0, HOUR, HOUR),
         job("D", "a", 8, 100.0, 600.0, 900.0),
@@ -617,11 +624,14 @@ def test_waits_are_reported_by_class(policy):
     result = simulate(lab(8), jobs, policy, days=3 / 24)
     assert times(result, "U") == (4200.0, 4800.0)
     w = metrics(result, policy, 1)["wait_s"]
-    assert w["debug"] == {"p50": 3500.0, "p90": 3500.0, "max": 3500.0, "count": 1}
-    assert w["small"] == {"p50": 3400.0, "p90": 3400.0, "max": 3400.0, "count": 1}
+    once = {"count": 1, "never_started": 0}
+    assert w["debug"] == {"p50": 3500.0, "p90": 3500.0, "max": 3500.0, **once}
+    assert w["small"] == {"p50": 3400.0, "p90": 3400.0, "max": 3400.0, **once}
     assert (w["large"]["count"], w["large"]["max"], w["large"]["p90"]) == (2, 10300.0, 10300.0)
     assert w["large"]["p50"] in (0.0, 10300.0)  # of two values, either is a median
+    assert w["large"]["never_started"] == 1  # X
     assert (w["unallocated"]["count"], w["unallocated"]["max"]) == (2, 3900.0)
+    assert w["unallocated"]["never_started"] == 0
 
 
 def test_utilization_averages_the_traces_util_over_gpu_time():

@@ -175,10 +175,12 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     ]
     for cls, w in m["wait_s"].items():
         if w["count"]:
+            never = w.get("never_started", 0)
             rows.append(
                 (
                     f"wait {cls} (p50 / p90 / max)",
-                    f"{duration(w['p50'])} / {duration(w['p90'])} / {duration(w['max'])}",
+                    f"{duration(w['p50'])} / {duration(w['p90'])} / {duration(w['max'])}"
+                    + (f" ({never} never started)" if never else ""),
                 )
             )
     rows += [

@@ -13,7 +13,8 @@
 - waits (first start minus submission) of allocated work by class: debug (at most 8 GPUs and a
   minimum runtime of at most 15 minutes), large (64 GPUs or more), small (the rest); work with
   minimum runtime 0 or no budget is reported apart as `unallocated`. A job that never started
-  counts with the time it waited until the end of the run (a lower bound).
+  counts with the time it waited until the end of the run (a lower bound), and per class
+  `never_started` says how many did.
 - preemptions, the GPU-hours they destroyed; drains completed and their duration;
   utilization where the trace gives `util`.
 """
@@ -87,6 +88,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
     held_q = r.held_while_waiting.total()
 
     waits: dict[str, list[float]] = {"debug": [], "small": [], "large": [], "unallocated": []}
+    never = dict.fromkeys(waits, 0)  # jobs of each class that never started
     team_waits: dict[BudgetPath, list[float]] = {leaf: [] for leaf in funded}
     for sj in world.jobs.values():
         if sj.state == "pending":
@@ -95,6 +97,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         start = sj.first_start_s if sj.first_start_s is not None else result.horizon_s
         wait = max(0.0, start - sj.job.submitted_s)
         waits[job_class(sj, allocated)].append(wait)
+        never[job_class(sj, allocated)] += sj.first_start_s is None
         if allocated and sj.job.budget:
             team_waits[sj.job.budget].append(wait)
 
@@ -140,7 +143,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
             else None
         ),
         "teams": teams,
-        "wait_s": {k: _quantiles(v) for k, v in waits.items()},
+        "wait_s": {k: _quantiles(v) | {"never_started": never[k]} for k, v in waits.items()},
         "preemptions": len(r.preemptions),
         "preempted_gpu_hours_lost": round(sum(p.lost_gpu_s for p in r.preemptions) / HOUR, 3),
         "drains_completed": len(drains),

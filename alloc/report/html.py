@@ -150,11 +150,12 @@ def _waits(m: dict[str, Any]) -> str:
                 duration(_val(w, "p50")),
                 duration(_val(w, "p90")),
                 duration(_val(w, "max")),
+                str(w.get("never_started", "-")),
             ]
         )
     if not rows:
         return '<p class="muted">No waits recorded.</p>'
-    return table(["class", "jobs", "p50", "p90", "max"], rows) + (
+    return table(["class", "jobs", "p50", "p90", "max", "never started"], rows) + (
         '<p class="muted">debug: at most 8 GPUs and a minimum runtime of at most 15 min; '
         "large: 64 GPUs or more; small: the rest; unallocated: minimum runtime 0 or no budget. "
         "A job that never started counts its wait until the end of the run.</p>"
