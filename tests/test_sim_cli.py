@@ -349,6 +349,19 @@ def test_a_trace_without_the_specs_columns_is_bad_input(files, tmp_path):
     assert_bad_input(result, out, f"{trace}:1", "missing columns", "runtime")
 
 
+@pytest.mark.parametrize("command", ["simulate", "whatif"])
+def test_a_trace_naming_a_gpu_type_the_lab_lacks_is_bad_input(files, tmp_path, command):
+    # The lab's hosts are all h100; the optional gpu_type column asks for a100 on line 3.
+    trace = write(
+        tmp_path,
+        "bad.csv",
+        HEADER.rstrip("\n") + ",gpu_type\nok,b,1,0,60,0,true,0,,h100\nj1,b,8,0,60,0,true,0,,a100\n",
+    )
+    out = tmp_path / "out"
+    result = run(command, files["lab.yaml"], "--trace", trace, "--days", "0.01", "--out", out)
+    assert_bad_input(result, out, f"{trace}:3", "gpu_type", "a100", "h100")
+
+
 def test_a_duplicate_job_id_names_both_lines(files, tmp_path):
     trace = write(tmp_path, "bad.csv", f"{HEADER}\nj1,b,1,0,60,0,true,0,\nj1,b,1,0,60,0,,0,\n")
     out = tmp_path / "out"

@@ -365,3 +365,13 @@ def test_trace_csv_keeps_every_second():
     from alloc.io.trace_csv import parse_trace
 
     assert parse_trace(trace_text([job])) == [job]
+
+
+def test_the_gpu_type_column_is_read_and_written_only_when_a_job_names_one():
+    from alloc.io.trace_csv import parse_trace
+
+    plain = TraceJob(WorkloadId("w"), None, 1, 0.0, 60.0, 0.0)
+    typed = TraceJob(WorkloadId("t"), None, 8, 0.0, 60.0, 0.0, gpu_type="a100")
+    assert "gpu_type" not in trace_text([plain])
+    assert trace_text([plain, typed]).splitlines()[0].endswith(",util,kind,gpu_type")
+    assert parse_trace(trace_text([plain, typed])) == [typed, plain]

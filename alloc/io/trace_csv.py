@@ -1,7 +1,8 @@
 """Trace CSV <-> TraceJob (SPEC.md, "Trace"): one row per submission,
 `id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology` and optionally
-`util`, `kind`. `submitted` and `runtime` are seconds; `min_runtime` is seconds or a duration
-(`15m`, `4h`). Every problem names the file, the line and the field."""
+`util`, `kind`, `gpu_type` (the GPU type the job needs; empty: any). `submitted` and `runtime`
+are seconds; `min_runtime` is seconds or a duration (`15m`, `4h`). Every problem names the file,
+the line and the field."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ COLUMNS = (
     "priority",
     "topology",
 )
-OPTIONAL = ("util", "kind")
+OPTIONAL = ("util", "kind", "gpu_type")
 TRUE = {"1", "true", "yes", "y", "t"}
 FALSE = {"0", "false", "no", "n", "f"}
 
@@ -36,10 +37,11 @@ def read_trace(
     budgets: BudgetTree | None = None,
     max_min_runtime_s: float | None = None,
     tree_source: str = "the lab",
+    gpu_types: frozenset[str] | None = None,
 ) -> list[TraceJob]:
     """Read and check a trace; with `budgets` (of `tree_source`, named in messages), every
-    budget must be a leaf of that tree, and with `max_min_runtime_s`, no minimum runtime may
-    exceed it."""
+    budget must be a leaf of that tree, with `max_min_runtime_s`, no minimum runtime may
+    exceed it, and with `gpu_types`, a job's GPU type must be one of them."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -47,7 +49,7 @@ def read_trace(
         raise InputError(file, "", "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(file, "", f"cannot read the file: {exc}") from None
-    return parse_trace(text, file, budgets, max_min_runtime_s, tree_source)
+    return parse_trace(text, file, budgets, max_min_runtime_s, tree_source, gpu_types)
 
 
 def parse_trace(
@@ -56,6 +58,7 @@ def parse_trace(
     budgets: BudgetTree | None = None,
     max_min_runtime_s: float | None = None,
     tree_source: str = "the lab",
+    gpu_types: frozenset[str] | None = None,
 ) -> list[TraceJob]:
     reader = csv.DictReader(io.StringIO(text))
     header = reader.fieldnames or []
@@ -76,6 +79,14 @@ def parse_trace(
     for row in reader:
         line = reader.line_num
         job = _job(row, file, line, budgets, max_min_runtime_s, tree_source)
+        if gpu_types is not None and job.gpu_type is not None and job.gpu_type not in gpu_types:
+            raise InputError(
+                file,
+                "gpu_type",
+                f"no host of {tree_source} has {job.gpu_type!r} GPUs "
+                f"(it has {', '.join(sorted(gpu_types))})",
+                line,
+            )
         if job.id in seen:
             raise InputError(file, "id", f"job id {job.id!r} also on line {seen[job.id]}", line)
         seen[job.id] = line
@@ -175,12 +186,16 @@ def _job(
         topology=Topology(topology_text) if topology_text else None,
         util=util,
         kind=(row.get("kind") or "").strip() or None,
+        gpu_type=(row.get("gpu_type") or "").strip() or None,
     )
 
 
 def write_trace(jobs: Iterable[TraceJob], out: io.TextIOBase | io.StringIO) -> None:
+    """The `gpu_type` column is written only when some job names a type."""
+    jobs = list(jobs)
+    typed = any(j.gpu_type for j in jobs)
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS + OPTIONAL)
+    writer.writerow(COLUMNS + (OPTIONAL if typed else OPTIONAL[:-1]))
     for j in jobs:
         writer.writerow(
             [
@@ -195,6 +210,7 @@ def write_trace(jobs: Iterable[TraceJob], out: io.TextIOBase | io.StringIO) -> N
                 j.topology.value if j.topology else "",
                 "" if j.util is None else f"{j.util:g}",
                 j.kind or "",
+                *([j.gpu_type or ""] if typed else []),
             ]
         )
 

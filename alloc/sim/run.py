@@ -57,7 +57,10 @@ def load_inputs(spec: RunSpec) -> tuple[Snapshot, list[TraceJob]]:
     if spec.trace is None:
         jobs = synthetic_trace(lab, SyntheticLab(days=spec.days, seed=spec.seed))
     else:
-        jobs = read_trace(spec.trace, lab.budgets, lab.policy.max_min_runtime_s, spec.lab_file)
+        types = frozenset(h.gpu_type for h in lab.cluster.hosts)
+        jobs = read_trace(
+            spec.trace, lab.budgets, lab.policy.max_min_runtime_s, spec.lab_file, types
+        )
     return lab, jobs
 
 
