@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 from conftest import NOW, host, instance, snapshot_of, workload
 
-from alloc.domain import BudgetPath, HostName, HostState, Snapshot, TraceJob, WorkloadId
+from alloc.domain import (
+    BudgetPath,
+    HostName,
+    HostState,
+    Snapshot,
+    Topology,
+    TraceJob,
+    WorkloadId,
+)
 from alloc.io import InputError
 from alloc.ledger import MemoryStore
 from alloc.metrics import metrics
@@ -112,6 +120,35 @@ def test_a_lab_workload_keeps_the_gpu_type_it_asks_for(policy):
     result = simulate(snapshot_of(instance(hosts=hosts, workloads=workloads)), [], policy)
     assert times(result, "r") == (-HOUR, HOUR)
     assert times(result, "q") == (HOUR, 3 * HOUR)
+
+
+@pytest.mark.parametrize("policy", CONTRACT)
+@pytest.mark.parametrize("min_runtime", [1800.0, 0.0], ids=["allocated", "unallocated"])
+def test_a_typed_job_needing_several_hosts_of_its_type_starts_on_arrival(policy, min_runtime):
+    # h1 (8 GPUs, h100) is busy for hours; t asks for 8 a100 GPUs at 600 s: two whole 4-GPU
+    # a100 hosts, free. It starts on arrival (a round that sizes it against the largest host
+    # of any type would find "nothing to decide" and skip every round until h1 frees).
+    hosts = [
+        host("h1", gpu_type="h100", block="b1", rack="r1"),
+        host("a1", 4, gpu_type="a100", block="b1", rack="r1"),
+        host("a2", 4, gpu_type="a100", block="b1", rack="r1"),
+    ]
+    running = workload("r", 8, "b", "3h", hosts={"h1": 8}, started=NOW.isoformat(), runtime="4h")
+    snap = snapshot_of(instance(hosts=hosts, workloads=[running]))
+    t = job("t", "a", 8, 600.0, HOUR, min_runtime, gpu_type="a100")
+    result = simulate(snap, [t], policy, days=0.25)
+    assert times(result, "t") == (600.0, 600.0 + HOUR)
+
+
+def test_a_trace_job_larger_than_a_host_of_its_type_gets_block_topology():
+    # As the instance does for a lab workload: 8 a100 GPUs are more than one a100 host (4),
+    # so the default topology is block, although an h100 host has 8 GPUs.
+    hosts = [host("h1", gpu_type="h100"), host("a1", 4, gpu_type="a100")]
+    snap = snapshot_of(instance(hosts=hosts))
+    jobs = [job("t", "a", 8, 0.0, HOUR, 0.0, gpu_type="a100"), job("u", "a", 8, 0.0, HOUR, 0.0)]
+    world = Simulation(snap, jobs, planner("greedy"), SimConfig(days=0.01), MemoryStore()).world
+    assert world.jobs[WorkloadId("t")].topology is Topology.BLOCK
+    assert world.jobs[WorkloadId("u")].topology is Topology.ANY
 
 
 # one job

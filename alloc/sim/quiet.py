@@ -28,6 +28,7 @@ class _Hosts:
     names: tuple[HostName, ...]
     index: dict[HostName, int]
     cap: np.ndarray
+    types: tuple[str, ...]
     ready: np.ndarray
     draining: np.ndarray
     maintenance: np.ndarray
@@ -46,6 +47,7 @@ def _hosts(world: World) -> _Hosts:
         tuple(h.name for h in hosts),
         {h.name: i for i, h in enumerate(hosts)},
         np.array([h.gpus for h in hosts], np.int64),
+        tuple(h.gpu_type for h in hosts),
         np.array([h.state is HostState.READY for h in hosts], bool),
         np.array([h.state.draining for h in hosts], bool),
         np.array([h.state is HostState.MAINTENANCE for h in hosts], bool),
@@ -81,19 +83,23 @@ def nothing_to_decide(world: World) -> bool:
     room += free
     if not world.queued:
         return True
-    largest = int(cap[ready].max()) if ready.any() else 0
-    whole = ready & (room == cap)
-    seen: set[tuple[int, str]] = set()
+    of_type: dict[str | None, np.ndarray] = {None: ready}  # ready hosts a job may use
+    seen: set[tuple[int, str, str | None]] = set()
     for sj in world.queued.values():
-        key = (sj.job.gpus, sj.topology.value)
+        wanted = sj.job.gpu_type
+        key = (sj.job.gpus, sj.topology.value, wanted)
         if key in seen:
             continue
         seen.add(key)
+        if wanted not in of_type:
+            of_type[wanted] = ready & np.array([ty == wanted for ty in t.types], bool)
+        usable = of_type[wanted]
         g = sj.job.gpus
+        largest = int(cap[usable].max()) if usable.any() else 0
         if g <= largest:
-            if np.any(ready & (cap >= g) & (room >= g)):
+            if np.any(usable & (cap >= g) & (room >= g)):
                 return False
-        elif _whole_hosts_fit(whole, cap, g):
+        elif _whole_hosts_fit(usable & (room == cap), cap, g):
             return False
     return True
 

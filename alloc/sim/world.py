@@ -58,10 +58,18 @@ class World:
         # (gpus, topology, gpu type) -> fits the empty ready cluster; reset when hosts change
         self._fits_empty: dict[tuple[int, Topology, str | None], bool] = {}
         # A trace job without a topology gets the instance default: block if it is larger
-        # than one host (traces name no GPU type, so the largest host of any type).
-        largest = max((h.gpus for h in self.hosts.values()), default=0)
+        # than one host of its GPU type (of any type when it names none).
+        largest: dict[str | None, int] = {
+            None: max((h.gpus for h in self.hosts.values()), default=0)
+        }
+        for h in self.hosts.values():
+            largest[h.gpu_type] = max(largest.get(h.gpu_type, 0), h.gpus)
         self.jobs: dict[WorkloadId, SimJob] = {
-            j.id: SimJob(j, j.topology or (Topology.BLOCK if j.gpus > largest else Topology.ANY))
+            j.id: SimJob(
+                j,
+                j.topology
+                or (Topology.BLOCK if j.gpus > largest.get(j.gpu_type, 0) else Topology.ANY),
+            )
             for j in (*lab_jobs(lab), *jobs)
         }
         self.queued: dict[WorkloadId, SimJob] = {}
@@ -129,13 +137,16 @@ class World:
         return self._funded_leaf(job) is not None and job.min_runtime_s > 0
 
     def fits_free(self, job_id: WorkloadId) -> bool:
-        """Some ready host has room for the job on free GPUs alone (whole hosts for a job
-        larger than any host: enough whole free hosts, blocks ignored)."""
-        gpus = self.jobs[job_id].job.gpus
+        """Some ready host of the job's GPU type has room for it on free GPUs alone (whole
+        hosts for a job larger than any such host: enough whole free hosts, blocks and host
+        sizes ignored: a necessary condition)."""
+        gpus, wanted = self.jobs[job_id].job.gpus, self.jobs[job_id].job.gpu_type
         whole = 0
         largest = 0
         for name, host in self.hosts.items():
             if host.state is not HostState.READY or name in self.removed:
+                continue
+            if wanted is not None and host.gpu_type != wanted:
                 continue
             largest = max(largest, host.gpus)
             free = host.gpus - self.used[name]
