@@ -113,8 +113,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
              "the commit it measured.", ""]
     head = ("| run | simulation s (process s) | peak MiB | rounds run (skipped as quiet) "
             "| delivered/owed | worst team "
-            "| occupancy while queued | debug p90 | small p90 | large p90 | preemptions "
-            "(GPU-h lost) | invariant violations | commit |")
+            "| occupancy while queued | debug p90 | small p90 | large p90 (never started) "
+            "| preemptions (GPU-h lost) | invariant violations | commit |")
     lines += [head, "|" + "---|" * 13]
     for r in results:
         if "error" in r:
@@ -128,7 +128,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
             f"({r['skipped_rounds']}) | {pct(r['delivered_over_owed'], 2)} | "
             f"{worst.get('budget', '-')} {pct(worst.get('delivered_over_owed'), 2)} | "
             f"{pct(r['occupancy_while_queued'], 2)} | {_s(w['debug']['p90'])} | "
-            f"{_s(w['small']['p90'])} | {_s(w['large']['p90'])} | {r['preemptions']} "
+            f"{_s(w['small']['p90'])} | {_s(w['large']['p90'])} "
+            f"({w['large'].get('never_started', '-')}) | {r['preemptions']} "
             f"({r['preempted_gpu_hours_lost']:,.0f}) | {r['invariant_violations']} | "
             f"{r.get('commit', '-')} |")
 
