@@ -8,6 +8,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from alloc.domain.ids import HostName
+from alloc.domain.workload import Topology
 
 
 class HostState(StrEnum):
@@ -46,6 +47,12 @@ class Cluster:
 
     def host(self, name: HostName) -> Host:
         return self.by_name[name]
+
+    def default_topology(self, gpus: int, gpu_type: str | None) -> Topology:
+        """A workload that names none gets `block` when it is larger than one host of its GPU
+        type (of any type when it names none), else `any`."""
+        sizes = [h.gpus for h in self.hosts if gpu_type is None or h.gpu_type == gpu_type]
+        return Topology.BLOCK if sizes and gpus > max(sizes) else Topology.ANY
 
     @property
     def ready_gpus(self) -> int:

@@ -331,7 +331,7 @@ def _workload(
             raise report.error(
                 (*loc, "hosts"), f"places {sum(hosts.values())} GPUs for a workload of {w.gpus}"
             )
-    topology = Topology(w.topology) if w.topology else _default_topology(w, cluster)
+    topology = Topology(w.topology) if w.topology else cluster.default_topology(w.gpus, w.gpu_type)
     return Workload(
         id=WorkloadId(w.id),
         budget=budget,
@@ -346,9 +346,3 @@ def _workload(
         hosts=hosts,
         runtime_s=w.runtime,
     )
-
-
-def _default_topology(w: WorkloadIn, cluster: Cluster) -> Topology:
-    """`block` when the workload is larger than one host of its type, else `any`."""
-    sizes = [h.gpus for h in cluster.hosts if w.gpu_type is None or h.gpu_type == w.gpu_type]
-    return Topology.BLOCK if sizes and w.gpus > max(sizes) else Topology.ANY

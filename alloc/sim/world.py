@@ -57,20 +57,15 @@ class World:
         self._cluster: Cluster | None = None
         # (gpus, topology, gpu type) -> fits the empty ready cluster; reset when hosts change
         self._fits_empty: dict[tuple[int, Topology, str | None], bool] = {}
-        # A trace job without a topology gets the instance default: block if it is larger
-        # than one host of its GPU type (of any type when it names none).
-        largest: dict[str | None, int] = {
-            None: max((h.gpus for h in self.hosts.values()), default=0)
+        # A trace job without a topology gets the instance's default (one per request size
+        # and type: a trace has tens of thousands of jobs).
+        every = (*lab_jobs(lab), *jobs)
+        defaults = {
+            (g, t): lab.cluster.default_topology(g, t)
+            for g, t in {(j.gpus, j.gpu_type) for j in every if j.topology is None}
         }
-        for h in self.hosts.values():
-            largest[h.gpu_type] = max(largest.get(h.gpu_type, 0), h.gpus)
         self.jobs: dict[WorkloadId, SimJob] = {
-            j.id: SimJob(
-                j,
-                j.topology
-                or (Topology.BLOCK if j.gpus > largest.get(j.gpu_type, 0) else Topology.ANY),
-            )
-            for j in (*lab_jobs(lab), *jobs)
+            j.id: SimJob(j, j.topology or defaults[(j.gpus, j.gpu_type)]) for j in every
         }
         self.queued: dict[WorkloadId, SimJob] = {}
         self.running: dict[WorkloadId, SimJob] = {}
