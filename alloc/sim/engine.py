@@ -17,7 +17,12 @@ from alloc.domain import Action, HostName, HostState, Snapshot, TraceJob, Worklo
 from alloc.ledger import Ledger, LedgerStore, SQLiteStore
 from alloc.sim.hosts import FailureModel, HostEvent
 from alloc.sim.policies import Planner
-from alloc.sim.quiet import nothing_to_decide
+from alloc.sim.quiet import (
+    arrival_fits_free,
+    could_take_place,
+    nothing_to_decide,
+    on_draining_host,
+)
 from alloc.sim.recorder import Rates, Recorder, RoundRecord
 from alloc.sim.world import World
 from alloc.solve.validate import validate
@@ -157,7 +162,7 @@ class Simulation:
             job_id = WorkloadId(str(payload))
             world.arrive(job_id)
             # Unallocated work only takes free GPUs: no room, no round.
-            return world.charged(world.jobs[job_id].job) or world.fits_free(job_id)
+            return world.charged(world.jobs[job_id].job) or arrival_fits_free(world, job_id)
         if kind in (Kind.COMPLETE, Kind.PROTECTION_END):
             assert isinstance(payload, tuple)
             job_id, version = payload
@@ -170,7 +175,7 @@ class Simulation:
             # The end of a protection matters at once if the work must go (a draining host) or
             # if queued allocated work could take its place; otherwise the periodic
             # rebalancing round acts on it.
-            return world.on_draining_host(sj) or world.could_take_place(sj)
+            return on_draining_host(world, sj) or could_take_place(world, sj)
         if kind is Kind.HOST:
             assert isinstance(payload, tuple)
             host, state = payload

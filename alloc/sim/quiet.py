@@ -1,4 +1,5 @@
-"""When a round cannot change anything, the simulator need not run it.
+"""When a round cannot change anything, the simulator need not run it; and which events call
+for a round at once (the others wait for the periodic one).
 
 For policies that keep the contract a plan changes something only if (a) some queued workload
 can start, which needs room on free GPUs plus GPUs of work the solvers may displace (running
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from alloc.domain import Cluster, HostName, HostState
+from alloc.domain import Cluster, HostName, HostState, WorkloadId
+from alloc.sim.jobs import SimJob
 from alloc.sim.world import World
 
 
@@ -110,3 +112,38 @@ def _whole_hosts_fit(whole: np.ndarray, cap: np.ndarray, gpus: int) -> bool:
         if np.count_nonzero(whole & (cap == c)) >= -(-gpus // c):
             return True
     return False
+
+
+def arrival_fits_free(world: World, job_id: WorkloadId) -> bool:
+    """Some ready host of the job's GPU type has room for it on free GPUs alone (whole
+    hosts for a job larger than any such host: enough whole free hosts, blocks and host
+    sizes ignored: a necessary condition)."""
+    gpus, wanted = world.jobs[job_id].job.gpus, world.jobs[job_id].job.gpu_type
+    whole = 0
+    largest = 0
+    for name, host in world.hosts.items():
+        if host.state is not HostState.READY or name in world.removed:
+            continue
+        if wanted is not None and host.gpu_type != wanted:
+            continue
+        largest = max(largest, host.gpus)
+        free = host.gpus - world.used[name]
+        if free >= gpus:
+            return True
+        whole += host.gpus if free == host.gpus else 0
+    return gpus > largest and whole >= gpus
+
+
+def could_take_place(world: World, sj: SimJob) -> bool:
+    """Some queued allocated job fits on one of the running job's hosts with its GPUs and
+    the host's free GPUs (any queued allocated gang counts: blocks are not checked)."""
+    room = max((world.hosts[h].gpus - world.used[h] + g for h, g in sj.hosts.items()), default=0)
+    largest = max(world.hosts[h].gpus for h in sj.hosts) if sj.hosts else 0
+    for q in world.queued.values():
+        if world.charged(q.job) and (q.job.gpus <= room or q.job.gpus > largest):
+            return True
+    return False
+
+
+def on_draining_host(world: World, sj: SimJob) -> bool:
+    return any(world.hosts[h].state.draining for h in sj.hosts)

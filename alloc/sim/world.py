@@ -131,25 +131,6 @@ class World:
         """Allocated occupancy: funded and a minimum runtime above zero."""
         return self._funded_leaf(job) is not None and job.min_runtime_s > 0
 
-    def fits_free(self, job_id: WorkloadId) -> bool:
-        """Some ready host of the job's GPU type has room for it on free GPUs alone (whole
-        hosts for a job larger than any such host: enough whole free hosts, blocks and host
-        sizes ignored: a necessary condition)."""
-        gpus, wanted = self.jobs[job_id].job.gpus, self.jobs[job_id].job.gpu_type
-        whole = 0
-        largest = 0
-        for name, host in self.hosts.items():
-            if host.state is not HostState.READY or name in self.removed:
-                continue
-            if wanted is not None and host.gpu_type != wanted:
-                continue
-            largest = max(largest, host.gpus)
-            free = host.gpus - self.used[name]
-            if free >= gpus:
-                return True
-            whole += host.gpus if free == host.gpus else 0
-        return gpus > largest and whole >= gpus
-
     def fits_empty(self, sj: SimJob) -> bool:
         """The job fits the ready cluster with nothing running: one ready host large enough,
         or enough whole ready hosts of one type and size (in one block for topology block), of
@@ -175,19 +156,6 @@ class World:
         """GPUs of queued work that could start on this ready cluster if it were empty (work
         larger than every place it could have does not count as waiting for GPUs)."""
         return sum(sj.job.gpus for sj in self.queued.values() if self.fits_empty(sj))
-
-    def could_take_place(self, sj: SimJob) -> bool:
-        """Some queued allocated job fits on one of the running job's hosts with its GPUs and
-        the host's free GPUs (any queued allocated gang counts: blocks are not checked)."""
-        room = max((self.hosts[h].gpus - self.used[h] + g for h, g in sj.hosts.items()), default=0)
-        largest = max(self.hosts[h].gpus for h in sj.hosts) if sj.hosts else 0
-        for q in self.queued.values():
-            if self.charged(q.job) and (q.job.gpus <= room or q.job.gpus > largest):
-                return True
-        return False
-
-    def on_draining_host(self, sj: SimJob) -> bool:
-        return any(self.hosts[h].state.draining for h in sj.hosts)
 
     def _held(self, sj: SimJob, sign: int) -> None:
         """Add (+1) or remove (-1) a running job's GPUs from the counters."""
