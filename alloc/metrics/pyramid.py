@@ -96,8 +96,9 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         allocated = bool(sj.job.budget in funded and sj.job.min_runtime_s > 0)
         start = sj.first_start_s if sj.first_start_s is not None else result.horizon_s
         wait = max(0.0, start - sj.job.submitted_s)
-        waits[job_class(sj, allocated)].append(wait)
-        never[job_class(sj, allocated)] += sj.first_start_s is None
+        cls = job_class(sj, allocated)
+        waits[cls].append(wait)
+        never[cls] += sj.first_start_s is None
         if allocated and sj.job.budget:
             team_waits[sj.job.budget].append(wait)
 

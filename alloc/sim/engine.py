@@ -201,8 +201,11 @@ class Simulation:
         self.last_round_s = t
         if self.config.skip_quiet_rounds and nothing_to_decide(self.world):
             result.skipped_rounds += 1
-            self.recorder.rates.waiting = self.world.startable_queued_gpus()
-            return
+        else:
+            self._plan_and_apply(t, result)
+        self.recorder.rates.waiting = self.world.startable_queued_gpus()
+
+    def _plan_and_apply(self, t: float, result: SimResult) -> None:
         snapshot = self.executor.snapshot()
         began = time.perf_counter()
         plan = self.planner(snapshot)
@@ -224,7 +227,6 @@ class Simulation:
                 self.push(t + sj.job.min_runtime_s, Kind.PROTECTION_END, (r.workload, sj.version))
         for name in plan.drained_hosts:
             self._hand_over(t, name)
-        self.recorder.rates.waiting = self.world.startable_queued_gpus()
         self.recorder.rounds.append(
             RoundRecord(
                 t,

@@ -75,10 +75,7 @@ class Load:
             self.on_host[h].add(workload)
         if category is not None:
             self.category[workload] = (category, cost)
-            if category not in self.reclaim:
-                self.reclaim[category] = np.zeros(self.hosts.count, np.int64)
-                self.reclaim_cost[category] = np.zeros(self.hosts.count)
-                self.reclaim_full[category] = np.zeros(self.hosts.count)
+            self._reclaim_arrays(category)
             for h, g in placement.items():
                 self.reclaim[category][h] += g
                 self.reclaim_cost[category][h] += cost * g / total
@@ -123,13 +120,16 @@ class Load:
         whole = ready[self._free[ready] == hosts.cap[ready]]
         self.whole = np.bincount(hosts.kind_of[whole], minlength=len(hosts.kinds))
         for category, (ch, cg, shared, full) in per_category.items():
-            if category not in self.reclaim:
-                self.reclaim[category] = np.zeros(hosts.count, np.int64)
-                self.reclaim_cost[category] = np.zeros(hosts.count)
-                self.reclaim_full[category] = np.zeros(hosts.count)
+            self._reclaim_arrays(category)
             np.add.at(self.reclaim[category], ch, cg)
             np.add.at(self.reclaim_cost[category], ch, shared)
             np.add.at(self.reclaim_full[category], ch, full)
+
+    def _reclaim_arrays(self, category: Hashable) -> None:
+        if category not in self.reclaim:
+            self.reclaim[category] = np.zeros(self.hosts.count, np.int64)
+            self.reclaim_cost[category] = np.zeros(self.hosts.count)
+            self.reclaim_full[category] = np.zeros(self.hosts.count)
 
     def release(self, workload: WorkloadId) -> Placement:
         placement = self.held.pop(workload)
