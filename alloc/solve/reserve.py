@@ -19,10 +19,9 @@ alone (no state between rounds):
 
 On reserved hosts no allocated workload starts this round (the gang itself cannot: it does not
 fit); unallocated work may fill their idle GPUs (it yields at once), and running work there is
-decided as anywhere else. Once enough
-protections have ended the gang can start, the reservation lapses, and the gang competes in
-fair-share order like any workload (if entitled, it displaces work beyond its entitlement and
-unallocated work).
+decided as anywhere else. Once enough protections have ended the gang can start, the
+reservation lapses, and the gang competes in fair-share order like any workload (if entitled,
+it displaces work beyond its entitlement and unallocated work).
 """
 
 from __future__ import annotations
