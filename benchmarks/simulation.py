@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from alloc.report.fmt import demand as fmt_demand
 from alloc.report.fmt import duration as _s
 from alloc.report.fmt import pct
 from alloc.traces.philly import ATTRIBUTION as PHILLY_CREDIT
@@ -114,11 +115,12 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     head = ("| run | simulation s (process s) | peak MiB | rounds run (skipped as quiet) "
             "| delivered/owed | worst team "
             "| occupancy while queued | debug p90 | small p90 | large p90 (never started) "
-            "| preemptions (GPU-h lost) | invariant violations | commit |")
-    lines += [head, "|" + "---|" * 13]
+            "| preemptions (GPU-h lost) | invariant violations | allocated demand / ready "
+            "| commit |")
+    lines += [head, "|" + "---|" * 14]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['label']} | failed | | | | | | | | | | | |")
+            lines.append(f"| {r['label']} | failed |" + " |" * 12)
             continue
         w = r["wait_s"]
         worst = r.get("worst_team") or {}
@@ -131,7 +133,7 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
             f"{_s(w['small']['p90'])} | {_s(w['large']['p90'])} "
             f"({w['large'].get('never_started', '-')}) | {r['preemptions']} "
             f"({r['preempted_gpu_hours_lost']:,.0f}) | {r['invariant_violations']} | "
-            f"{r.get('commit', '-')} |")
+            f"{fmt_demand(r.get('allocated_demand_over_ready'))} | {r.get('commit', '-')} |")
 
     def get(label: str, *keys: str) -> Any:
         v: Any = by.get(label, {})

@@ -609,6 +609,18 @@ def test_delivered_over_owed_is_capped_hour_by_hour(policy):
     assert (m["occupancy"], m["allocated_occupancy"], m["unallocated_occupancy"]) == (1, 1, 0)
 
 
+@pytest.mark.parametrize("policy", CONTRACT)
+def test_allocated_demand_is_reported_over_ready_gpus_for_the_run_and_its_first_and_last_day(
+    policy,
+):
+    # One host of 8 GPUs, 2 days. A (8 GPUs, 30 h) alone: demand 8 of 8 GPUs for the first
+    # day, 6 of 24 hours on the second (0.25x), 30 of 48 hours over the run (0.625x). B
+    # (unallocated, minimum runtime 0) is not allocated demand.
+    jobs = [job("A", "a", 8, 0.0, 30 * HOUR, 2 * HOUR), job("B", "b", 8, 0.0, HOUR, 0.0)]
+    m = metrics(simulate(lab(), jobs, policy, days=2), policy, 1)
+    assert m["allocated_demand_over_ready"] == {"mean": 0.625, "first_day": 1.0, "last_day": 0.25}
+
+
 def test_occupancy_splits_allocated_and_unallocated_time_over_ready_time():
     # Two hosts (16 GPUs), 4 hours: 64 ready GPU-hours. a (team a) holds 8 GPUs for 1 h,
     # s (no budget) 4 GPUs for 2 h: allocated 8/64 = 0.125, unallocated 8/64 = 0.125.

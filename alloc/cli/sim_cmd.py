@@ -17,6 +17,7 @@ from rich.table import Table
 
 from alloc.io import InputError, dump_instance
 from alloc.io.durations import parse_duration
+from alloc.report.fmt import demand as fmt_demand
 from alloc.report.fmt import duration
 from alloc.report.fmt import pct as fmt_pct
 from alloc.sim.policies import REGISTRY
@@ -192,6 +193,7 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
             "drains completed (median hours)",
             f"{m['drains_completed']} ({m['drain_hours_p50'] or 0:.1f})",
         ),
+        ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
         ("invariant violations", str(m["invariant_violations"])),
         ("rounds (skipped as quiet)", f"{m['rounds']} ({m['skipped_rounds']})"),
         ("wall seconds", f"{m['wall_seconds']:.1f}"),

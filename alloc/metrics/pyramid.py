@@ -15,6 +15,8 @@
   minimum runtime 0 or no budget is reported apart as `unallocated`. A job that never started
   counts with the time it waited until the end of the run (a lower bound), and per class
   `never_started` says how many did.
+- allocated demand: GPUs of allocated work (queued or running) over ready GPUs, averaged over
+  the run and over its first and last day (SPEC's lab has 2-3x);
 - preemptions, the GPU-hours they destroyed; drains completed and their duration;
   utilization where the trace gives `util`.
 """
@@ -63,15 +65,34 @@ def owed_and_delivered(result: SimResult, leaf: BudgetPath) -> tuple[float, floa
     """(owed, min(delivered, owed), delivered) GPU-seconds of one leaf over the run."""
     r = result.recorder
     eff = result.lab.budgets.effective_allocation(leaf)
-    ready, demand, delivered = r.ready.values, r.demand[leaf].values, r.delivered[leaf].values
+    demand, delivered = r.demand[leaf], r.delivered[leaf]
     owed = got = total = 0.0
-    for h, ready_s in enumerate(ready):
-        o = min(eff * ready_s, demand[h] if h < len(demand) else 0.0)
-        d = delivered[h] if h < len(delivered) else 0.0
+    for h, ready_s in enumerate(r.ready.values):
+        o = min(eff * ready_s, demand.at(h))
+        d = delivered.at(h)
         owed += o
         got += min(d, o)
         total += d
     return owed, got, total
+
+
+def demand_over_ready(result: SimResult) -> dict[str, float | None]:
+    """Allocated demand (queued or running) over ready GPUs: over the run, its first and its
+    last day."""
+    r = result.recorder
+    hours = len(r.ready.values)
+
+    def ratio(first: int, last: int) -> float | None:
+        span = range(max(0, first), min(hours, last))
+        ready = sum(r.ready.values[h] for h in span)
+        demand = sum(s.at(h) for s in r.demand.values() for h in span)
+        return round(demand / ready, 3) if ready > 0 else None
+
+    return {
+        "mean": ratio(0, hours),
+        "first_day": ratio(0, 24),
+        "last_day": ratio(hours - 24, hours),
+    }
 
 
 def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
@@ -145,6 +166,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         ),
         "teams": teams,
         "wait_s": {k: _quantiles(v) | {"never_started": never[k]} for k, v in waits.items()},
+        "allocated_demand_over_ready": demand_over_ready(result),
         "preemptions": len(r.preemptions),
         "preempted_gpu_hours_lost": round(sum(p.lost_gpu_s for p in r.preemptions) / HOUR, 3),
         "drains_completed": len(drains),

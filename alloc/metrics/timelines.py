@@ -8,10 +8,6 @@ from alloc.metrics.pyramid import HOUR
 from alloc.sim.engine import SimResult
 
 
-def _at(values: list[float], h: int) -> float:
-    return values[h] if h < len(values) else 0.0
-
-
 def _hour_seconds(result: SimResult, h: int) -> float:
     """The length of hour h inside the run: the last hour may be partial."""
     return max(1e-9, min(HOUR, result.horizon_s - h * HOUR))
@@ -24,10 +20,10 @@ def timeline_rows(result: SimResult) -> list[dict[str, Any]]:
     rows = []
     for h in range(len(r.installed.values)):
         length = _hour_seconds(result, h)
-        installed = _at(r.installed.values, h) / length
-        ready = _at(r.ready.values, h) / length
-        allocated = _at(r.allocated.values, h) / length
-        unallocated = _at(r.unallocated.values, h) / length
+        installed = r.installed.at(h) / length
+        ready = r.ready.at(h) / length
+        allocated = r.allocated.at(h) / length
+        unallocated = r.unallocated.at(h) / length
         rows.append(
             {
                 "hour": h,
@@ -37,7 +33,7 @@ def timeline_rows(result: SimResult) -> list[dict[str, Any]]:
                 "unallocated": round(unallocated, 3),
                 "idle": round(max(0.0, ready - allocated - unallocated), 3),
                 "unavailable": round(installed - ready, 3),
-                "queued": round(_at(r.queued.values, h) / length, 3),
+                "queued": round(r.queued.at(h) / length, 3),
             }
         )
     return rows
@@ -59,14 +55,14 @@ def team_rows(result: SimResult) -> list[dict[str, Any]]:
             eff = budgets.effective_allocation(leaf)
             if eff <= 0:
                 continue
-            demand = _at(r.demand[leaf].values, h) / length
+            demand = r.demand[leaf].at(h) / length
             ratio = last_ratios.get(str(leaf))
             rows.append(
                 {
                     "hour": h,
                     "team": leaf,
                     "owed": round(min(eff * ready, demand), 3),
-                    "delivered": round(_at(r.delivered[leaf].values, h) / length, 3),
+                    "delivered": round(r.delivered[leaf].at(h) / length, 3),
                     "demand": round(demand, 3),
                     "ratio": "" if ratio is None else round(ratio, 4),
                 }

@@ -95,3 +95,14 @@ def page(title: str, body: str, credit: str | None) -> str:
         f"<title>{e(title)}</title><style>{CSS}</style></head><body>\n"
         f"<h1>{e(title)}</h1>\n{note}\n{body}\n{note}\n</body></html>\n"
     )
+
+
+def demand(d: dict[str, float | None] | None) -> str:
+    """metrics.json's allocated_demand_over_ready: "2.10x (first day 2.20x, last 2.05x)"."""
+    if not d:
+        return "-"  # a run from before the figure existed
+
+    def x(v: float | None) -> str:
+        return f"{v:.2f}x" if v is not None else "-"
+
+    return f"{x(d.get('mean'))} (first day {x(d.get('first_day'))}, last {x(d.get('last_day'))})"

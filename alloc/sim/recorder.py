@@ -66,6 +66,9 @@ class Series:
             self.values.extend([0.0] * (hour + 1 - len(self.values)))
         self.values[hour] += gpu_seconds
 
+    def at(self, hour: int) -> float:
+        return self.values[hour] if hour < len(self.values) else 0.0
+
     def total(self) -> float:
         return sum(self.values)
 
