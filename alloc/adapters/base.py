@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from alloc.domain import Action, Plan, Snapshot, WorkloadId
+from alloc.domain import Action, HostName, Plan, Snapshot, WorkloadId
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,12 +20,26 @@ class ActionResult:
 
 
 @dataclass(frozen=True, slots=True)
+class HostResult:
+    """What became of a host the plan lists as drained (handed to repair or removed)."""
+
+    host: HostName
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ApplyReport:
     results: tuple[ActionResult, ...]
+    hosts: tuple[HostResult, ...] = ()
 
     @property
     def failed(self) -> tuple[ActionResult, ...]:
         return tuple(r for r in self.results if not r.ok)
+
+    @property
+    def failed_hosts(self) -> tuple[HostResult, ...]:
+        return tuple(r for r in self.hosts if not r.ok)
 
 
 class Executor(Protocol):
