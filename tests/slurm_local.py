@@ -60,7 +60,7 @@ class Cluster:
                name: str = "job", hold: bool = True) -> str:
         """A job of `nodes` nodes with `gres` each (e.g. gpu:8, gpu:a100:4); its id."""
         argv = ["sbatch", "--parsable", "-A", account, "-J", name, "-N", str(nodes),
-                f"--gres={gres}", "--comment", comment]
+                f"--gres={gres}", "--comment", comment, "--output", "/dev/null"]
         if hold:
             argv.append("--hold")
         return self.run(*argv, str(self.script)).strip().split(";")[0]
