@@ -425,7 +425,7 @@ def test_a_bad_lab_is_bad_input(files, tmp_path):
 
 def test_unknown_policy_in_whatif_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
-    assert_bad_input(whatif(files, out, "--policies", "greedy,best"), out, "--policy", "best")
+    assert_bad_input(whatif(files, out, "--policies", "greedy,best"), out, "--policies", "best")
 
 
 def test_whatif_without_any_policy_is_bad_input(files, tmp_path):
@@ -568,3 +568,143 @@ def test_a_ledger_path_that_cannot_be_opened_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
     result = on_trace("simulate", files, out, "--ledger", tmp_path / "no" / "such" / "dir" / "l.db")
     assert_bad_input(result, out, "--ledger")
+
+
+# found by a new user's review (2026-11-30): each is bad input, found before anything runs
+
+
+@pytest.mark.parametrize("command", ["simulate", "whatif"])
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_an_output_folder_that_cannot_be_written_is_bad_input_before_the_run(
+    files, tmp_path, command, where
+):
+    blocker = write(tmp_path, "taken", "not a folder\n")
+    out = blocker if where == "a file" else blocker / "sub"
+    result = on_trace(command, files, out, "--policies" if command == "whatif" else "--policy",
+                      "greedy", days="30")  # 30 days: would take long if it ran first
+    assert result.exit_code == 2, result.stderr
+    assert "--out" in result.stderr and "taken" in result.stderr
+    assert blocker.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--policies", "greedy,greedy"], ["--policies", "twice"]),
+        (["--policies", "greedy", "--scenario", "base.yaml"], ["base.yaml", "name", "base"]),
+    ],
+    ids=["a policy twice", "a scenario named base"],
+)
+def test_two_runs_of_one_name_are_bad_input_and_nothing_is_written(files, tmp_path, args, named):
+    write(tmp_path, "base.yaml", SCENARIO.replace("name: alt", "name: base"))
+    out = tmp_path / "out"
+    args = [str(tmp_path / a) if a.endswith(".yaml") else a for a in args]
+    result = whatif(files, out, *args)
+    assert_bad_input(result, out, *named)
+
+
+def test_a_trace_job_with_the_id_of_a_lab_workload_is_bad_input(files, tmp_path):
+    lab = write(
+        tmp_path,
+        "with-w.yaml",
+        LAB + "workloads:\n  - {id: j2, budget: b, gpus: 8, min_runtime: 1h, runtime: 2h,\n"
+        "     submitted: 2026-11-30T11:00:00Z}\n",
+    )
+    out = tmp_path / "out"
+    result = run("simulate", lab, "--trace", files["trace.csv"], "--policy", "greedy",
+                 "--out", out)
+    assert_bad_input(result, out, f"{files['trace.csv']}:3", "id", "'j2'", "with-w.yaml")
+
+
+def test_a_lab_workload_without_a_runtime_is_named_by_its_line(tmp_path):
+    lab = write(
+        tmp_path,
+        "lab.yaml",
+        LAB + "workloads:\n  - {id: w1, budget: b, gpus: 8, min_runtime: 1h,"
+        " submitted: 2026-11-30T11:00:00Z}\n",
+    )
+    out = tmp_path / "out"
+    result = run("simulate", lab, "--trace", write(tmp_path, "e.csv", HEADER + "\n"),
+                 "--out", out)
+    assert_bad_input(result, out, f"{lab}:17", "workloads[0].runtime", "'w1'")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "named"),
+    [
+        (f"{HEADER},id\n", 1, ["id", "twice"]),
+        (f"{HEADER}\nj1,b,8,0,inf,1h,true,0,\n", 2, ["runtime", "finite"]),
+        (f"{HEADER}\nj1,\"b,8,0,60,0,true,0,\nj2,b,8,0,60,0,true,0,\n", 2, ["quote"]),
+    ],
+    ids=["a column twice", "infinite runtime", "unclosed quote"],
+)
+def test_a_malformed_trace_is_bad_input_with_a_message_that_says_what(
+    files, tmp_path, text, line, named
+):
+    trace = write(tmp_path, "bad.csv", text)
+    out = tmp_path / "out"
+    result = run("simulate", files["lab.yaml"], "--trace", trace, "--out", out)
+    assert_bad_input(result, out, f"{trace}:{line}", *named)
+
+
+def test_a_trace_saved_with_a_byte_order_mark_reads_like_any_other(files, tmp_path):
+    trace = tmp_path / "bom.csv"
+    trace.write_text("\ufeff" + TRACE, encoding="utf-8")
+    out = tmp_path / "out"
+    result = run("simulate", files["lab.yaml"], "--trace", trace, "--policy", "greedy",
+                 "--days", "0.01", "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads((out / "metrics.json").read_text())["jobs"]["submitted"] == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("time,host,state\n600,h1,unhealthy,extra\n", [":2", "more columns"]),
+        ("time,host,state\n600,h1\n", [":2", "too few columns"]),
+        ("time,host,state,time\n600,h1,unhealthy,1\n", [":1", "each once"]),
+    ],
+    ids=["extra column", "short row", "a column twice"],
+)
+def test_a_malformed_host_events_row_is_bad_input(files, tmp_path, text, named):
+    events = write(tmp_path, "hosts.csv", text)
+    out = tmp_path / "out"
+    result = on_trace("simulate", files, out, "--host-events", events)
+    assert_bad_input(result, out, str(events), *named)
+
+
+def test_a_scenario_with_a_misspelt_key_names_the_key(files, tmp_path):
+    scenario = write(tmp_path, "typo.yaml", SCENARIO.replace("budgets:", "budgetz:"))
+    out = tmp_path / "out"
+    result = whatif(files, out, "--scenario", scenario, "--policies", "greedy")
+    assert_bad_input(result, out, f"{scenario}:2", "budgetz", "did you mean 'budgets'")
+
+
+def test_a_new_ledger_file_is_not_created_when_the_input_is_bad(files, tmp_path):
+    ledger = tmp_path / "new.sqlite"
+    trace = write(tmp_path, "bad.csv", f"{HEADER}\nj1,b,8,0,-5,1h,true,0,\n")
+    out = tmp_path / "out"
+    result = run("simulate", files["lab.yaml"], "--trace", trace, "--ledger", ledger,
+                 "--out", out)
+    assert_bad_input(result, out, "runtime")
+    assert not ledger.exists()
+
+
+@pytest.mark.parametrize("content", ["not a database\n" * 100, "ledger"],
+                         ids=["not SQLite", "holds a run"])
+def test_a_ledger_file_that_is_not_a_new_ledger_is_bad_input(files, tmp_path, content):
+    ledger = tmp_path / "old.sqlite"
+    if content == "ledger":
+        from alloc.ledger import SQLiteStore
+        from alloc.ledger.store import Interval
+
+        store = SQLiteStore(ledger)
+        store.add([Interval("j0", "b", 8, 0.0, 60.0, True)])
+        store.close()
+    else:
+        ledger.write_text(content)
+    before = ledger.read_bytes()
+    out = tmp_path / "out"
+    result = on_trace("simulate", files, out, "--ledger", ledger)
+    assert_bad_input(result, out, "--ledger", str(ledger))
+    assert ledger.read_bytes() == before

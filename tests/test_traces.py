@@ -326,6 +326,21 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, case, expected):
     assert not trace.exists() and not lab.exists()
 
 
+@pytest.mark.parametrize("which", ["-o", "--lab"])
+def test_an_output_under_a_file_is_bad_input_and_nothing_is_written(tmp_path, which):
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file\n")
+    trace, lab = tmp_path / "t.csv", tmp_path / "lab.yaml"
+    if which == "-o":
+        trace = blocker / "t.csv"
+    else:
+        lab = blocker / "lab.yaml"
+    result = run("philly", philly_dir(tmp_path), "-o", trace, "--lab", lab)
+    assert result.exit_code == 2, result.output
+    assert "taken is a file" in result.stderr
+    assert not trace.exists() and not lab.exists() and blocker.read_text() == "a file\n"
+
+
 # --- the trace CSV's own errors -----------------------------------------------------------
 
 HEADER = "id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology\n"

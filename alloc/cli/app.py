@@ -51,6 +51,22 @@ def _run(action: Callable[[], T]) -> T:
         raise typer.Exit(1) from None
 
 
+def check_writable(option: str, path: Path, folder: bool = False) -> None:
+    """Bad input (exit 2) before any work when `path` (a file, or a folder with `folder`) could
+    not be written: it is the other kind, a part of its parent path is a file, or the nearest
+    existing folder is read-only."""
+    kind = "folder" if folder else "file"
+    if path.exists() and path.is_dir() != folder:
+        raise InputError(option, "", f"{path} exists and is not a {kind}")
+    parent = path if folder else path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(option, "", f"cannot write {path}: {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(option, "", f"cannot write {path}: {parent} is not writable")
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write whole or not at all: a temporary file in the same folder, then a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,6 +109,8 @@ def solve(
                 limit = parse_duration(time_limit)
             except ValueError as exc:
                 raise InputError("--time-limit", "", str(exc)) from None
+        if output is not None:
+            check_writable("--output", output)
         snapshot = load_instance(instance)
         result = solve_round(snapshot, RoundOptions(solver=solver, time_limit_s=limit))
         plan = result.plan

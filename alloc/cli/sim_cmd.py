@@ -49,10 +49,10 @@ def _duration(option: str, text: str | None) -> float | None:
         raise InputError(option, "", str(exc)) from None
 
 
-def _policy(name: str) -> str:
+def _policy(name: str, option: str = "--policy") -> str:
     if name not in REGISTRY:
         raise InputError(
-            "--policy", "", f"unknown policy {name!r}; expected one of {', '.join(REGISTRY)}"
+            option, "", f"unknown policy {name!r}; expected one of {', '.join(REGISTRY)}"
         )
     return name
 
@@ -128,10 +128,7 @@ def sim_options(
     if time_limit is not None and not limit:
         raise InputError("--time-limit", "", "a time limit is above 0")
     if ledger != ":memory:":
-        try:
-            sqlite3.connect(ledger).close()
-        except sqlite3.Error as exc:
-            raise InputError("--ledger", "", f"cannot open {ledger!r} as SQLite: {exc}") from None
+        _check_new_ledger(Path(ledger))
     return {
         "round_interval_s": interval,
         "min_round_gap_s": _duration("--min-round-gap", min_round_gap),
@@ -142,6 +139,27 @@ def sim_options(
         "time_limit_s": limit,
         "ledger": ledger,
     }
+
+
+def _check_new_ledger(path: Path) -> None:
+    """A ledger file is written by one run only: it must not exist yet, or be an empty SQLite
+    file (runs mixed in one ledger would be read as one). Nothing is created here."""
+    from alloc.cli.app import check_writable
+
+    check_writable("--ledger", path)
+    if not path.parent.is_dir():
+        raise InputError("--ledger", "", f"the folder {path.parent} does not exist")
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
+            rows = db.execute("SELECT COUNT(*) FROM intervals").fetchone()[0] if tables else 0
+    except sqlite3.Error as exc:
+        raise InputError("--ledger", "", f"{path} is not an SQLite ledger: {exc}") from None
+    if rows or (tables and "intervals" not in tables):
+        what = f"{rows} intervals" if rows else "tables of something else"
+        raise InputError("--ledger", "", f"{path} already holds {what}: give a new file")
 
 
 def _pct(x: float | None) -> str:
@@ -249,9 +267,10 @@ def simulate(
     legacy_cap: LegacyCapOpt = 1.0,
 ) -> None:
     """Simulate a lab over time: same round function, simulated clock and executor."""
-    from alloc.cli.app import _run
+    from alloc.cli.app import _run, check_writable
 
     def act() -> None:
+        check_writable("--out", out, folder=True)
         options = sim_options(
             round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit, ledger
         ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
@@ -304,7 +323,7 @@ def whatif(
     legacy_cap: LegacyCapOpt = 1.0,
 ) -> None:
     """Replay one trace under several budget trees and/or policies, side by side."""
-    from alloc.cli.app import _run, write_atomically
+    from alloc.cli.app import _run, check_writable, write_atomically
     from alloc.io import parse_instance
     from alloc.io.scenario import load_scenario
     from alloc.io.trace_csv import parse_trace
@@ -312,18 +331,28 @@ def whatif(
     from alloc.sim.synthetic import SyntheticLab, synthetic_trace
 
     def act() -> None:
+        check_writable("--out", out, folder=True)
         options = sim_options(
             round_interval, min_round_gap, None, None, "8h", None, time_limit, ":memory:"
         ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
         base = base_spec(lab, trace, synthetic, days, seed, options)
-        names = [_policy(p.strip()) for p in policies.split(",") if p.strip()]
+        names = [_policy(p.strip(), "--policies") for p in policies.split(",") if p.strip()]
         if not names:
             raise InputError("--policies", "", "name at least one policy, e.g. milp,greedy")
+        if len(set(names)) < len(names):
+            raise InputError("--policies", "", f"a policy is named twice: {policies}")
         labs = [("base", base.lab_yaml, base.lab_file)]
         lab_snapshot = parse_instance(base.lab_yaml, base.lab_file)
         for path in scenario or []:
             name, alt = load_scenario(path, lab_snapshot)
             source = f"scenario {name} ({path})"
+            if any(name == other for other, _, _ in labs):
+                raise InputError(
+                    str(path),
+                    "name",
+                    f"a second run named {name!r}: give the scenario "
+                    "another name (`base` is the lab's own tree)",
+                )
             labs.append((name, dump_instance(alt, source), source))
         trace_text: str | None = None
         if base.trace is None:

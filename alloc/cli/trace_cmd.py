@@ -52,7 +52,7 @@ def import_trace(
     ] = 0.1,
 ) -> None:
     """Convert a real trace into a trace CSV; print what was imported, dropped and assumed."""
-    from alloc.cli.app import _run, err, out, write_atomically
+    from alloc.cli.app import _run, check_writable, err, out, write_atomically
     from alloc.io import dump_instance, parse_instance
     from alloc.io.trace_csv import parse_trace, trace_text
 
@@ -63,6 +63,9 @@ def import_trace(
             raise InputError("--gpus-per-node", "", "applies to philly only (ITP hosts have 8)")
         if lab is not None and lab.resolve() == output.resolve():
             raise InputError("--lab", "", f"the same file as -o ({output})")
+        check_writable("--output", output)
+        if lab is not None:
+            check_writable("--lab", lab)
         rule = MinRuntimeRule(unallocated=unallocated, seed=seed)
         if kind is Source.PHILLY:
             result = import_philly(source, gpus_per_node or 8, rule)

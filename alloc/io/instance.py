@@ -69,10 +69,7 @@ def snapshot_from_dict(data: dict[str, Any], report: _Reporter | None = None) ->
     try:
         raw = InstanceIn.model_validate(data)
     except ValidationError as exc:
-        errors = exc.errors()
-        # A typo (`gpu:`) also makes the intended field missing; name the typo, on its line.
-        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        raise report.error(tuple(first["loc"]), _pydantic_message(first)) from None
+        raise first_error(exc, report) from None
     policy = policy_from(raw.policy)
     cluster = _cluster(raw.cluster, report)
     tree = _budgets(raw.budgets, report)
@@ -87,6 +84,14 @@ def snapshot_from_dict(data: dict[str, Any], report: _Reporter | None = None) ->
         workloads=workloads,
         usage_capacity_gpu_hours=raw.usage_capacity_gpu_hours,
     )
+
+
+def first_error(exc: ValidationError, report: _Reporter, at: tuple[object, ...] = ()) -> InputError:
+    """The error to report of a failed validation: an unknown field first (a typo such as
+    `gpu:` also makes the intended field missing; name the typo, on its line)."""
+    errors = exc.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    return report.error((*at, *first["loc"]), _pydantic_message(first))
 
 
 def _pydantic_message(error: Any) -> str:

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from alloc.domain import Policy, Snapshot
 from alloc.io.errors import InputError
-from alloc.io.instance import _budgets, _pydantic_message, _Reporter, _usage, policy_from
+from alloc.io.instance import _budgets, _Reporter, _usage, first_error, policy_from
 from alloc.io.schema import PolicyIn, ScenarioIn
 from alloc.io.yaml_source import read_yaml
 
@@ -30,14 +30,12 @@ def load_scenario(path: str | Path, base: Snapshot) -> tuple[str, Snapshot]:
     try:
         raw = ScenarioIn.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise report.error(tuple(first["loc"]), _pydantic_message(first)) from None
+        raise first_error(exc, report) from None
     tree = _budgets(raw.budgets, report)
     try:
         policy = policy_from(PolicyIn.model_validate({**_as_input(base.policy), **raw.policy}))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise report.error(("policy", *first["loc"]), _pydantic_message(first)) from None
+        raise first_error(exc, report, ("policy",)) from None
     if raw.usage is not None:
         usage = _usage(raw.usage, tree, report)
     else:

@@ -38,18 +38,20 @@ def read_trace(
     max_min_runtime_s: float | None = None,
     tree_source: str = "the lab",
     gpu_types: frozenset[str] | None = None,
+    taken_ids: frozenset[str] = frozenset(),
 ) -> list[TraceJob]:
     """Read and check a trace; with `budgets` (of `tree_source`, named in messages), every
     budget must be a leaf of that tree, with `max_min_runtime_s`, no minimum runtime may
-    exceed it, and with `gpu_types`, a job's GPU type must be one of them."""
+    exceed it, with `gpu_types`, a job's GPU type must be one of them, and no job may have
+    an id in `taken_ids` (the lab's own workloads)."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (Excel writes one) is no column
     except FileNotFoundError:
         raise InputError(file, "", "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(file, "", f"cannot read the file: {exc}") from None
-    return parse_trace(text, file, budgets, max_min_runtime_s, tree_source, gpu_types)
+    return parse_trace(text, file, budgets, max_min_runtime_s, tree_source, gpu_types, taken_ids)
 
 
 def parse_trace(
@@ -59,8 +61,9 @@ def parse_trace(
     max_min_runtime_s: float | None = None,
     tree_source: str = "the lab",
     gpu_types: frozenset[str] | None = None,
+    taken_ids: frozenset[str] = frozenset(),
 ) -> list[TraceJob]:
-    reader = csv.DictReader(io.StringIO(text))
+    reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff")))
     header = reader.fieldnames or []
     missing = [c for c in COLUMNS if c not in header]
     if missing:
@@ -74,10 +77,23 @@ def parse_trace(
     unknown = [c for c in header if c not in COLUMNS + OPTIONAL]
     if unknown:
         raise InputError(file, "", f"unknown columns {', '.join(unknown)}", 1)
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:
+        raise InputError(file, twice[0], "this column is in the header twice", 1)
     jobs: list[TraceJob] = []
     seen: dict[str, int] = {}
+    ended = reader.line_num  # the line the previous row ended on
     for row in reader:
-        line = reader.line_num
+        line, began = reader.line_num, ended + 1
+        ended = line
+        for name, value in row.items():
+            if value is not None and "\n" in value:
+                raise InputError(
+                    file,
+                    name or "",
+                    "a quote is not closed (the field runs on to the next lines)",
+                    began,
+                )
         job = _job(row, file, line, budgets, max_min_runtime_s, tree_source)
         if gpu_types is not None and job.gpu_type is not None and job.gpu_type not in gpu_types:
             raise InputError(
@@ -89,6 +105,10 @@ def parse_trace(
             )
         if job.id in seen:
             raise InputError(file, "id", f"job id {job.id!r} also on line {seen[job.id]}", line)
+        if job.id in taken_ids:
+            raise InputError(
+                file, "id", f"job id {job.id!r} is also a workload of {tree_source}", line
+            )
         seen[job.id] = line
         jobs.append(job)
     return sorted(jobs, key=lambda j: (j.submitted_s, j.id))
@@ -116,12 +136,15 @@ def _job(
             raise InputError(
                 file, name, f"expected a number of seconds, got {text!r}", line
             ) from None
-        if not math.isfinite(value) or value < minimum:
+        if not math.isfinite(value):
+            raise InputError(file, name, f"expected a finite number of seconds, got {text!r}", line)
+        if value < minimum:
             raise InputError(file, name, f"must be at least {minimum:g}, got {text!r}", line)
         return value
 
     if None in row:
         raise InputError(file, "", "the row has more columns than the header", line)
+
     job_id = field("id")
     if not job_id:
         raise InputError(file, "id", "empty job id", line)

@@ -43,15 +43,21 @@ class HostEvent:
 def read_host_events(path: str | Path, hosts: set[str]) -> list[HostEvent]:
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(file, "", f"cannot read the file: {exc}") from None
     reader = csv.DictReader(io.StringIO(text))
-    if reader.fieldnames is None or set(reader.fieldnames) != {"time", "host", "state"}:
-        raise InputError(file, "", "expected the columns time,host,state", 1)
+    columns = reader.fieldnames or []
+    if sorted(c.strip() for c in columns) != ["host", "state", "time"]:
+        raise InputError(file, "", "expected the columns time,host,state (each once)", 1)
+    reader.fieldnames = [c.strip() for c in columns]
     out = []
     for row in reader:
         line = reader.line_num
+        if None in row:
+            raise InputError(file, "", "the row has more columns than the header", line)
+        if any(v is None for v in row.values()):
+            raise InputError(file, "", "the row has too few columns", line)
         try:
             t = parse_duration(row["time"])
         except ValueError as exc:

@@ -11,6 +11,7 @@ from typing import Any
 from alloc.domain import Snapshot, TraceJob
 from alloc.io import InputError, parse_instance
 from alloc.io.trace_csv import read_trace
+from alloc.io.yaml_source import line_of, read_yaml
 from alloc.ledger import SQLiteStore
 from alloc.sim.baselines import LegacyConfig
 from alloc.sim.engine import SimConfig, SimResult, Simulation
@@ -49,17 +50,25 @@ def load_inputs(spec: RunSpec) -> tuple[Snapshot, list[TraceJob]]:
     lab = parse_instance(spec.lab_yaml, spec.lab_file)
     for i, w in enumerate(lab.workloads):
         if w.runtime_s is None:
+            _, lines = read_yaml(spec.lab_yaml, spec.lab_file)
             raise InputError(
                 spec.lab_file,
                 f"workloads[{i}].runtime",
-                "a workload the simulation starts from states the work it still needs (runtime)",
+                f"workload {w.id!r}: a workload the simulation starts from states the work it "
+                "still needs (runtime: 2h)",
+                line_of(lines, ("workloads", i)),
             )
     if spec.trace is None:
         jobs = synthetic_trace(lab, SyntheticLab(days=spec.days, seed=spec.seed))
     else:
         types = frozenset(h.gpu_type for h in lab.cluster.hosts)
         jobs = read_trace(
-            spec.trace, lab.budgets, lab.policy.max_min_runtime_s, spec.lab_file, types
+            spec.trace,
+            lab.budgets,
+            lab.policy.max_min_runtime_s,
+            spec.lab_file,
+            types,
+            taken_ids=frozenset(w.id for w in lab.workloads),
         )
     return lab, jobs
 
