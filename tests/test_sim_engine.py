@@ -650,6 +650,13 @@ def test_occupancy_while_queued_counts_only_work_that_could_ever_start(policy):
     assert m["occupancy_while_queued"] == pytest.approx(0.5, abs=1e-6)
 
 
+def test_occupancy_while_queued_is_none_when_nothing_ever_waited():
+    # x never fits (24 GPUs on 16): no work could ever start and wait, nothing to measure.
+    jobs = [job("a", "a", 8, 0.0, HOUR, HOUR), job("x", "a", 24, 0.0, HOUR, HOUR)]
+    m = metrics(simulate(lab(2), jobs, "greedy", days=2 / 24), "greedy", 1)
+    assert m["occupancy_while_queued"] is None
+
+
 @pytest.mark.parametrize("policy", CONTRACT)
 def test_waits_are_reported_by_class(policy):
     # Eight hosts (64 GPUs) in one block. L (64 GPUs, team a) fills the cluster 0..3600 s;

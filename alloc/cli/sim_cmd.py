@@ -169,7 +169,8 @@ def _pct(x: float | None) -> str:
 def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     worst = m.get("worst_team") or {}
     table = Table(
-        title=f"{escape(str(m.get('label')))}: {m['policy']}, {m['days']:g} days",
+        title=(f"{escape(str(m.get('label')))}: " if m.get("label") != m["policy"] else "")
+        + f"{m['policy']}, {m['days']:g} days",
         title_justify="left",
     )
     table.add_column("metric")

@@ -110,6 +110,10 @@ def _header(command: str, attribution: str | None) -> str:
     return "\n".join(lines)
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def summary_lines(kind: str, s: ImportSummary) -> list[str]:
     """The printed summary of an import."""
     dropped = sum(s.dropped.values())
@@ -117,10 +121,10 @@ def summary_lines(kind: str, s: ImportSummary) -> list[str]:
     kinds = ", ".join(f"{s.kinds.get(k, 0):,} {k}" for k in ("debug", "train", "unallocated"))
     handed = sum(p for _, p, _ in s.budgets)
     lines = [
-        f"{kind}: {s.imported:,} jobs imported from {s.source} ({s.rows:,} rows; "
+        f"{kind}: {_n(s.imported, 'job')} imported from {s.source} ({s.rows:,} rows; "
         + (f"{dropped:,} dropped: {why})" if dropped else "none dropped)"),
         f"  jobs: {kinds} (minimum runtime 0 = unallocated)",
-        f"  cluster: {s.hosts:,} hosts x {s.gpus_per_host} GPUs = {s.gpus:,} GPUs; "
+        f"  cluster: {_n(s.hosts, 'host')} x {s.gpus_per_host} GPUs = {s.gpus:,} GPUs; "
         f"span {s.span_days:.1f} days of submissions",
         f"  larger than the whole cluster: {s.too_large:,} (kept; they wait too_large); "
         f"larger than one block: {s.wider_than_block:,}",

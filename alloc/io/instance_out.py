@@ -25,9 +25,32 @@ def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
     return out
 
 
+# Strings a YAML 1.2 reader would take for numbers (PyYAML, YAML 1.1, writes `6214e9` bare).
+_NUMBER_LIKE = re.compile(
+    r"^[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?$|^0[xob][0-9a-fA-F_]+$|^[-+]?\.(inf|nan)$",
+    re.IGNORECASE,
+)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "'" if _NUMBER_LIKE.match(value) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def dump_instance(snapshot: Snapshot, header: str = "") -> str:
-    body = yaml.safe_dump(
-        snapshot_to_dict(snapshot), sort_keys=False, width=100, default_flow_style=None
+    body = yaml.dump(
+        snapshot_to_dict(snapshot),
+        Dumper=_Dumper,
+        sort_keys=False,
+        width=100,
+        default_flow_style=None,
     )
     comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     return comment + body

@@ -157,7 +157,8 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         "occupancy": round(_ratio(held, ready), 6),
         "allocated_occupancy": round(_ratio(r.allocated.total(), ready), 6),
         "unallocated_occupancy": round(_ratio(r.unallocated.total(), ready), 6),
-        "occupancy_while_queued": round(_ratio(held_q, ready_q), 6),
+        # None when no work was ever queued that could start: nothing to measure
+        "occupancy_while_queued": round(held_q / ready_q, 6) if ready_q > 0 else None,
         "delivered_over_owed": round(_ratio(got_all, owed_all), 6),
         "worst_team": (
             {"budget": worst[0], "delivered_over_owed": worst[1]["delivered_over_owed"]}

@@ -39,6 +39,7 @@ OVERALL_KEYS: tuple[tuple[str, bool | None], ...] = (
     ("wall_seconds", None),
     *((f"wait_{cls}_{q}_s", False) for cls in CLASSES for q in ("p50", "p90")),
 )
+COUNTS = ("preemptions", "drains_completed", "invariant_violations", "rounds")
 # Deltas smaller than this count as no change (for colouring only).
 TOLERANCE = {
     "delivered_gpu_hours": 0.05,
@@ -83,6 +84,8 @@ class Comparison:
             else:
                 value = m.get(key)
             out[key] = None if value is None else fnum(value)
+            if key in COUNTS and out[key] is not None:
+                out[key] = int(out[key] or 0)
         return out
 
     def overall_delta(self, i: int) -> dict[str, float | None]:

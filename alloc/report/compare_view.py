@@ -6,7 +6,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from alloc.report.compare import OVERALL_KEYS, TEAM_KEYS, TOLERANCE, Comparison
+from alloc.report.compare import COUNTS, OVERALL_KEYS, TEAM_KEYS, TOLERANCE, Comparison
 from alloc.report.data import CLASSES, fnum
 from alloc.report.fmt import (
     Cell,
@@ -21,8 +21,6 @@ from alloc.report.fmt import (
     table,
 )
 from alloc.report.plots import DPI, WAIT_TICKS, plain_text
-
-COUNTS = ("preemptions", "drains_completed", "invariant_violations", "rounds")
 
 
 def write_png(path: Path, c: Comparison) -> Path:

@@ -88,7 +88,11 @@ def _pyramid(m: dict[str, Any]) -> str:
             if worst
             else "no funded teams",
         ],
-        ["impact: waits p50 / p90", "", f"debug {wait('debug')}; large {wait('large')}"],
+        [
+            "impact: waits p50 / p90",
+            "",
+            f"debug {wait('debug')}; small {wait('small')}; large {wait('large')}",
+        ],
         [
             "utilization",
             pct(fnum(util)) if util is not None else "not in the trace",
