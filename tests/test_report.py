@@ -280,14 +280,21 @@ def test_comparison_json_png_html(tmp_path: Path) -> None:
 
 def test_comparison_table_rows(tmp_path: Path) -> None:
     rows = comparison_table(_runs(tmp_path)[:2])
-    assert rows[0] == ["team", "baseline", "alt <i>", "Δ alt <i>"]
-    by_team = {r[0]: r for r in rows[1:]}
-    assert set(by_team) == {"a", "b", "<b>x</b>"}
-    assert by_team["a"][1] == "100 h / 80.0% / 1 min / 10 min / 3"
-    assert by_team["a"][2] == "120 h / 90.0% / 30 s / 15 min / 1"
-    assert by_team["a"][3] == "+20 h / +10.0 pp / -30 s / +5 min / -2"
-    assert by_team["b"][2:] == ["-", "-"]
-    assert all(len(r) == 4 for r in rows)
+    assert rows[0] == [
+        "team", "run", "delivered", "d/o", "wait p50", "wait p90", "preempt.", "against baseline"
+    ]
+    assert all(len(r) == 8 for r in rows)
+    team = ""
+    by: dict[tuple[str, str], list[str]] = {}
+    for r in rows[1:]:
+        team = r[0] or team  # a team is named on its first run's row
+        by[team, r[1]] = r[2:]
+    assert set(by) == {(t, run) for t in ("a", "b", "<b>x</b>") for run in ("baseline", "alt <i>")}
+    assert by["a", "baseline"] == ["100 h", "80.0%", "1 min", "10 min", "3", ""]
+    assert by["a", "alt <i>"] == [
+        "120 h", "90.0%", "30 s", "15 min", "1", "+20 h / +10.0 pp / -30 s / +5 min / -2"
+    ]
+    assert by["b", "alt <i>"] == ["-"] * 5 + ["-"]
 
 
 def test_comparison_rejects_bad_runs(tmp_path: Path) -> None:

@@ -708,3 +708,16 @@ def test_a_ledger_file_that_is_not_a_new_ledger_is_bad_input(files, tmp_path, co
     result = on_trace("simulate", files, out, "--ledger", ledger)
     assert_bad_input(result, out, "--ledger", str(ledger))
     assert ledger.read_bytes() == before
+
+
+def test_whatif_replays_host_events_in_every_run(files, tmp_path):
+    events = write(tmp_path, "hosts.csv", "time,host,state\n600,h2,unhealthy\n")
+    out = tmp_path / "out"
+    result = whatif(files, out, "--policies", "greedy,fifo", "--host-events", events,
+                    "--repair", "1h")
+    assert result.exit_code == 0, result.stderr
+    for run in ("base-greedy", "base-fifo"):
+        metrics = json.loads((out / run / "metrics.json").read_text())
+        # h2 (half the GPUs) is out of service from 600 s of the run's 864 s
+        assert metrics["availability"] < 1 - 0.5 * 264 / 864 + 1e-6, run
+    assert "against base/greedy" in result.stdout

@@ -234,6 +234,15 @@ LegacyTopOpt = Annotated[
         "behaviour; at 1 nobody can preempt anybody and the policy is FIFO).",
     ),
 ]
+CheckpointOpt = Annotated[
+    str | None, typer.Option(help="Checkpoint interval of resumable work (default: the lab's).")
+]
+MtbfOpt = Annotated[
+    str | None,
+    typer.Option(help="Mean time between failures of a host (e.g. 60d); off by default."),
+]
+RepairOpt = Annotated[str, typer.Option(help="Repair time of a drained host.")]
+HostEventsOpt = Annotated[Path | None, typer.Option(help="CSV time,host,state.")]
 LegacyCapOpt = Annotated[
     float,
     typer.Option(
@@ -253,15 +262,10 @@ def simulate(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("sim-out"),
     round_interval: Annotated[str, typer.Option(help="Periodic round.")] = "5m",
     min_round_gap: Annotated[str, typer.Option(help="Event rounds coalesce.")] = "10s",
-    checkpoint: Annotated[
-        str | None, typer.Option(help="Checkpoint interval of resumable work (default: the lab's).")
-    ] = None,
-    mtbf: Annotated[
-        str | None,
-        typer.Option(help="Mean time between failures of a host (e.g. 60d); off by default."),
-    ] = None,
-    repair: Annotated[str, typer.Option(help="Repair time of a drained host.")] = "8h",
-    host_events: Annotated[Path | None, typer.Option(help="CSV time,host,state.")] = None,
+    checkpoint: CheckpointOpt = None,
+    mtbf: MtbfOpt = None,
+    repair: RepairOpt = "8h",
+    host_events: HostEventsOpt = None,
     time_limit: Annotated[str | None, typer.Option(help="MILP limit per round.")] = None,
     ledger: Annotated[str, typer.Option(help="SQLite file for the ledger.")] = ":memory:",
     legacy_top: LegacyTopOpt = 0.8,
@@ -319,11 +323,16 @@ def whatif(
     jobs: Annotated[int, typer.Option(min=1, help="Runs in parallel processes.")] = 1,
     round_interval: Annotated[str, typer.Option(help="Periodic round.")] = "5m",
     min_round_gap: Annotated[str, typer.Option(help="Event rounds coalesce.")] = "10s",
+    checkpoint: CheckpointOpt = None,
+    mtbf: MtbfOpt = None,
+    repair: RepairOpt = "8h",
+    host_events: HostEventsOpt = None,
     time_limit: Annotated[str | None, typer.Option(help="MILP limit per round.")] = None,
     legacy_top: LegacyTopOpt = 0.8,
     legacy_cap: LegacyCapOpt = 1.0,
 ) -> None:
-    """Replay one trace under several budget trees and/or policies, side by side."""
+    """Replay one trace under several budget trees and/or policies, side by side (every run
+    meets the same host failures: the failure model is seeded)."""
     from alloc.cli.app import _run, check_writable, write_atomically
     from alloc.io import parse_instance
     from alloc.io.scenario import load_scenario
@@ -334,7 +343,14 @@ def whatif(
     def act() -> None:
         check_writable("--out", out, folder=True)
         options = sim_options(
-            round_interval, min_round_gap, None, None, "8h", None, time_limit, ":memory:"
+            round_interval,
+            min_round_gap,
+            checkpoint,
+            mtbf,
+            repair,
+            host_events,
+            time_limit,
+            ":memory:",
         ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
         base = base_spec(lab, trace, synthetic, days, seed, options)
         names = [_policy(p.strip(), "--policies") for p in policies.split(",") if p.strip()]
@@ -404,13 +420,12 @@ def whatif(
         runs = [(s.label, Path(s.out)) for s in specs]
         write_comparison(out, runs, base.credit)
         table = Table(
-            title="What if, per team: delivered GPU-hours / delivered over owed / median wait / "
-            "p90 wait / preemptions (deltas against the first run)",
+            title="What if, per team and run (the last column: the run against the first)",
             title_justify="left",
         )
         rows = comparison_table(runs)
         for i, header in enumerate(rows[0]):
-            table.add_column(escape(header), justify="left" if i == 0 else "right")
+            table.add_column(escape(header), justify="left" if i in (0, 1, 7) else "right")
         for row in rows[1:]:
             table.add_row(*(escape(c) for c in row))
         out_console.print(table)

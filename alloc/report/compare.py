@@ -112,30 +112,40 @@ def compare(runs: list[tuple[str, Path]]) -> Comparison:
 
 
 def comparison_table(runs: list[tuple[str, Path]]) -> list[list[str]]:
-    """Rows of strings for a terminal table; the first row is the header: team, then per run
-    "delivered h / d/o / p50 / p90 / preemptions", and after each run but the baseline its
-    delta against the baseline ("-" where a team is missing from a run)."""
+    """Rows of strings for a terminal table, one per team and run (narrow enough for a
+    terminal whatever the number of runs); the first row is the header: team, run, delivered
+    GPU-hours, delivered / owed, wait p50 and p90, preemptions, and each run's delta against
+    the first ("-" where a team is missing from a run)."""
     c = compare(runs)
-    head = ["team", c.labels[0]]
-    for label in c.labels[1:]:
-        head += [label, f"Δ {label}"]
-    rows = [head]
+    rows = [
+        [
+            "team",
+            "run",
+            "delivered",
+            "d/o",
+            "wait p50",
+            "wait p90",
+            "preempt.",
+            f"against {c.labels[0]}",
+        ]
+    ]
     for team in c.teams:
-        row = [team, _cell(c.team(team, 0))]
-        for i in range(1, len(c.runs)):
-            row += [_cell(c.team(team, i)), _delta_cell(c.team_delta(team, i))]
-        rows.append(row)
+        for i, label in enumerate(c.labels):
+            t = c.team(team, i)
+            cells = (
+                ["-"] * 5
+                if t is None
+                else [
+                    f"{t['delivered_gpu_hours']:,.0f} h",
+                    f"{100 * t['delivered_over_owed']:.1f}%",
+                    duration(t["wait_p50_s"]),
+                    duration(t["wait_p90_s"]),
+                    f"{t['preemptions']:.0f}",
+                ]
+            )
+            against = "" if i == 0 else _delta_cell(c.team_delta(team, i))
+            rows.append([team if i == 0 else "", label, *cells, against])
     return rows
-
-
-def _cell(t: dict[str, float] | None) -> str:
-    if t is None:
-        return "-"
-    return (
-        f"{t['delivered_gpu_hours']:,.0f} h / {100 * t['delivered_over_owed']:.1f}% / "
-        f"{duration(t['wait_p50_s'])} / {duration(t['wait_p90_s'])} / "
-        f"{t['preemptions']:.0f}"
-    )
 
 
 def _delta_cell(d: dict[str, float] | None) -> str:
