@@ -17,6 +17,7 @@ from alloc.report.data import CLASSES, Run, fnum, load_run, num
 from alloc.report.fmt import duration, pct
 
 DPI = 110
+TEAM_COLORS = matplotlib.colormaps["tab20"]
 PLOTS = ("occupancy.png", "delivered_vs_owed.png", "waits_cdf.png", "fairshare.png")
 STACK = (
     ("allocated", "allocated", "#2b6cb0"),
@@ -163,12 +164,17 @@ def _delivered_vs_owed(run: Run) -> Figure:
     left.grid(axis="x", alpha=0.3)
     colors = ["#c53030" if r < 0.9 else "#dd6b20" if r < 0.98 else "#2f855a" for r in ratio]
     right.barh(ys, [100 * r for r in ratio], height=0.6, color=colors)
-    right.axvline(100, color="#1a202c", linestyle="--", linewidth=1.2, label="100% (owed)")
+    right.axvline(100, color="#1a202c", linestyle="--", linewidth=1.2)
     for y, r, o in zip(ys, ratio, owed, strict=True):
-        right.text(100 * r + 1, y, "owed 0" if o == 0 else pct(r), va="center", fontsize=8.5)
-    right.set_xlim(0, 100 * max(1.0, *ratio) + 16)
-    right.set_xlabel("delivered / owed (%; hourly, capped at what was owed)")
-    right.legend(loc="lower right", fontsize=9)
+        label = "owed 0" if o == 0 else pct(r)
+        if r >= 0.2:  # inside its bar: clear of the 100% line
+            right.text(
+                100 * r - 1.5, y, label, va="center", ha="right", fontsize=8.5, color="white"
+            )
+        else:
+            right.text(100 * r + 1, y, label, va="center", fontsize=8.5)
+    right.set_xlim(0, 100 * max(1.0, *ratio) + 5)
+    right.set_xlabel("delivered / owed, % (hour by hour; dashed: 100%)")
     right.grid(axis="x", alpha=0.3)
     m = run.metrics
     fig.suptitle(
@@ -241,8 +247,8 @@ def _fairshare(run: Run) -> Figure:
     for i, (team, (hours, ratios)) in enumerate(sorted(series.items())):
         xs, ys = _steps(hours, ratios)  # a ratio sampled at an hour's first round holds for it
         end = max(end, xs[-1])
-        style = ("-", "--", ":")[(i // 10) % 3]
-        ax.plot(xs, ys, linestyle=style, color=f"C{i % 10}", linewidth=1.3, label=team)
+        style = ("-", "--", ":")[(i // 20) % 3]  # 20 distinct colours, then line styles
+        ax.plot(xs, ys, linestyle=style, color=TEAM_COLORS(i % 20), linewidth=1.3, label=team)
     ax.set_xlim(0, end)
     ax.axhline(1.0, color="#1a202c", linestyle="--", linewidth=1.0)
     ax.set_ylim(bottom=0)
