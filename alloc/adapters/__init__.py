@@ -1,5 +1,5 @@
 """Executors: what a round reads from a cluster and how its plan is carried out."""
 
-from alloc.adapters.base import ActionResult, ApplyReport, Executor, HostResult
+from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, Executor, HostResult
 
-__all__ = ["ActionResult", "ApplyReport", "Executor", "HostResult"]
+__all__ = ["ActionResult", "ApplyReport", "EndedRun", "Executor", "HostResult"]

@@ -6,9 +6,10 @@ never sees which one it talks to."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
-from alloc.domain import Action, HostName, Plan, Snapshot, WorkloadId
+from alloc.domain import Action, BudgetPath, HostName, Plan, Snapshot, WorkloadId
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,25 @@ class ApplyReport:
         return tuple(r for r in self.hosts if not r.ok)
 
 
+@dataclass(frozen=True, slots=True)
+class EndedRun:
+    """A run the cluster reports ended (completed, failed, cancelled), with its own times:
+    the controller's ledger charges it exactly even when no round saw it end."""
+
+    workload: WorkloadId
+    budget: BudgetPath | None
+    gpus: int
+    charged: bool
+    started: datetime
+    ended: datetime
+
+
 class Executor(Protocol):
     def snapshot(self) -> Snapshot: ...
 
     def apply(self, plan: Plan) -> ApplyReport: ...
+
+    def ended_runs(self) -> tuple[EndedRun, ...]:
+        """Runs that ended recently, as far as the cluster remembers (read with the last
+        snapshot)."""
+        ...

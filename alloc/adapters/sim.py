@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from alloc.adapters.base import ActionResult, ApplyReport
+from datetime import UTC, datetime
+
+from alloc.adapters.base import ActionResult, ApplyReport, EndedRun
 from alloc.domain import Action, Occupancy, Plan, Snapshot
 from alloc.sim.world import World
 
@@ -14,6 +16,13 @@ class SimExecutor:
 
     def snapshot(self) -> Snapshot:
         return self.world.snapshot()
+
+    def ended_runs(self) -> tuple[EndedRun, ...]:
+        """Every run the simulated cluster has ended so far (its ledger's closed intervals)."""
+        return tuple(
+            EndedRun(i.workload, i.budget, int(i.gpus), i.charged, _at(i.start_s), _at(i.end_s))
+            for i in self.world.ledger.store.intervals()
+        )
 
     def apply(self, plan: Plan) -> ApplyReport:
         """Preemptions first (they free GPUs), then starts; each checked against the cluster
@@ -49,3 +58,7 @@ class SimExecutor:
             if world.used[name] + gpus > host.gpus:  # type: ignore[index]
                 return f"host {name} has no room"
         return ""
+
+
+def _at(epoch_s: float) -> datetime:
+    return datetime.fromtimestamp(epoch_s, UTC)

@@ -300,6 +300,10 @@ from alloc.cli.trace_cmd import trace_app  # noqa: E402 - sub-app registered aft
 
 app.add_typer(trace_app, name="trace")
 
+from alloc.cli.controller_cmd import controller_app  # noqa: E402
+
+app.add_typer(controller_app, name="controller")
+
 
 from alloc.cli.sim_cmd import simulate as _simulate  # noqa: E402
 from alloc.cli.sim_cmd import whatif as _whatif  # noqa: E402

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from alloc.domain import (
     HOUR_S,
     Action,
+    BudgetTree,
     HostState,
     Occupancy,
     Reason,
@@ -49,13 +50,22 @@ class Standing:
 
 def is_funded(snapshot: Snapshot, workload: Workload) -> bool:
     """Funded = it names a budget node whose effective allocation is above zero."""
+    return funded_in(snapshot.budgets, workload)
+
+
+def funded_in(budgets: BudgetTree, workload: Workload) -> bool:
     if not workload.budget:
         return False
-    return snapshot.budgets.effective_allocation(workload.budget) > 0
+    return budgets.effective_allocation(workload.budget) > 0
+
+
+def allocated_in(budgets: BudgetTree, workload: Workload) -> bool:
+    """Allocated (charged and protected) = funded with a minimum runtime above zero."""
+    return funded_in(budgets, workload) and workload.min_runtime_s > 0
 
 
 def occupancy_of(snapshot: Snapshot, workload: Workload) -> Occupancy:
-    if is_funded(snapshot, workload) and workload.min_runtime_s > 0:
+    if allocated_in(snapshot.budgets, workload):
         return Occupancy.ALLOCATED
     return Occupancy.UNALLOCATED
 

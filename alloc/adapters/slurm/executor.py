@@ -18,15 +18,20 @@ one not stopped again) and reported ok with what was found.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from alloc.adapters.base import ActionResult, ApplyReport, HostResult
+from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, HostResult
 from alloc.adapters.slurm.commands import SlurmCommands, SlurmError
-from alloc.adapters.slurm.read import SlurmJob, SlurmSite, hosts_from_sinfo, jobs_from_squeue
+from alloc.adapters.slurm.read import (
+    SlurmJob,
+    SlurmSite,
+    ended_from_squeue,
+    hosts_from_sinfo,
+    jobs_from_squeue,
+)
 from alloc.domain import (
     Action,
-    BudgetPath,
     BudgetTree,
     Cluster,
     HostName,
@@ -35,6 +40,7 @@ from alloc.domain import (
     Snapshot,
     WorkloadId,
 )
+from alloc.policy.contract import allocated_in
 
 DRAINED_REASON = "alloc: drain complete, ready for repair"
 
@@ -45,24 +51,28 @@ class SlurmExecutor:
         site: SlurmSite,
         budgets: BudgetTree,
         policy: Policy | None = None,
-        usage: Callable[[datetime], Mapping[BudgetPath, float]] | None = None,
         commands: SlurmCommands | None = None,
         cluster_name: str = "slurm",
     ) -> None:
         self.site = site
         self.budgets = budgets
         self.policy = policy or Policy()
-        self.usage = usage or (lambda now: {})
         self.commands = commands or SlurmCommands()
         self.cluster_name = cluster_name
         self.problems: dict[WorkloadId, str] = {}  # jobs whose comment was not used, and why
+        self._ended: tuple[EndedRun, ...] = ()
 
     def read(self) -> tuple[Cluster, tuple[SlurmJob, ...], dict[HostName, str]]:
         """The cluster, the managed jobs, and each node's drain reason."""
         nodes = self.commands.json("sinfo")
         cluster = Cluster(self.cluster_name, hosts_from_sinfo(nodes, self.site))
-        jobs = jobs_from_squeue(
-            self.commands.json("squeue"), self.site, cluster, self.policy.max_min_runtime_s
+        queue = self.commands.json("squeue")
+        limit = self.policy.max_min_runtime_s
+        jobs = jobs_from_squeue(queue, self.site, cluster, limit)
+        self._ended = tuple(
+            EndedRun(w.id, w.budget, w.gpus, allocated_in(self.budgets, w), w.started, ended)
+            for w, ended in ended_from_squeue(queue, self.site, cluster, limit)
+            if w.started is not None
         )
         reasons = {
             HostName(str(n["name"])): str(n.get("reason") or "") for n in nodes.get("nodes", ())
@@ -78,9 +88,12 @@ class SlurmExecutor:
             policy=self.policy,
             cluster=cluster,
             budgets=self.budgets,
-            usage_gpu_hours=dict(self.usage(now)),
+            usage_gpu_hours={},  # the controller's ledger gives the window's usage
             workloads=tuple(j.workload for j in jobs),
         )
+
+    def ended_runs(self) -> tuple[EndedRun, ...]:
+        return self._ended
 
     def apply(self, plan: Plan) -> ApplyReport:
         """Preemptions first (they free the nodes), then starts, then holds and drains."""

@@ -28,6 +28,19 @@ from alloc.domain import BudgetPath, Cluster, Host, HostName, HostState, Workloa
 
 _GRES = re.compile(r"(?:^|,)(?:gres:)?gpu(?::([A-Za-z0-9_.-]+?))?:(\d+)(?:\(|,|$)")
 _RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED"}
+# A job in one of these states ran from start_time to end_time (Slurm keeps it in squeue for
+# MinJobAge seconds, 300 by default).
+_ENDED = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "OUT_OF_MEMORY",
+    "BOOT_FAIL",
+    "DEADLINE",
+}
 _OUT = {"DOWN", "FAIL", "FAILING", "NOT_RESPONDING", "FUTURE", "UNKNOWN", "POWERED_DOWN"}
 
 
@@ -115,6 +128,27 @@ def jobs_from_squeue(
         if read is not None:
             out.append(read)
     return tuple(sorted(out, key=lambda j: int(j.workload.id)))
+
+
+def ended_from_squeue(
+    data: Mapping[str, Any],
+    site: SlurmSite,
+    cluster: Cluster,
+    max_min_runtime_s: float,
+) -> tuple[tuple[Workload, datetime], ...]:
+    """Jobs that ran and ended, as workloads (started set) with the time they ended."""
+    out = []
+    for job in data.get("jobs", ()):
+        state = str(job.get("job_state", ""))
+        start, end = float(job.get("start_time") or 0), float(job.get("end_time") or 0)
+        if state not in _ENDED or start <= 0 or end < start:
+            continue
+        if site.partitions and job.get("partition") not in site.partitions:
+            continue
+        read = _job(job, "RUNNING", site, cluster, max_min_runtime_s)
+        if read is not None:
+            out.append((read.workload, _time(end)))
+    return tuple(out)
 
 
 def _job(

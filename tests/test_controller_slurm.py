@@ -1,0 +1,98 @@
+"""The controller against a real Slurm (tests/slurm_local.py): `alloc controller run` reads
+the cluster, starts what the plan says, and keeps its ledger, plans and actions in its state
+database; a restarted controller carries on from the same state without repeating anything."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from slurm_local import PLAIN, Cluster, require_slurm
+from typer.testing import CliRunner
+
+from alloc.cli.app import app
+from alloc.controller.state import StateStore
+
+CONFIG = """\
+name: local
+interval: 1s
+state: sqlite:///{db}
+policy: {{solver: greedy, time_limit: 5s}}
+budgets:
+  name: lab
+  children:
+    - {{name: nlp, share: 50%, owners: [pm-nlp]}}
+    - {{name: vision, share: 50%}}
+slurm:
+  accounts: {{nlp: nlp, vision: vision}}
+  command_timeout: 15s
+"""
+
+
+@pytest.fixture
+def slurm(tmp_path_factory):
+    env = require_slurm(PLAIN)
+    script = tmp_path_factory.mktemp("slurm") / "job.sh"
+    script.write_text("#!/bin/bash\nsleep 600\n")
+    cluster = Cluster(env, script)
+    cluster.reset()
+    yield cluster
+    cluster.reset()
+
+
+def controller(slurm: Cluster, config: Path, rounds: int):
+    return CliRunner().invoke(
+        app,
+        ["controller", "run", "--config", str(config), "--rounds", str(rounds)],
+        env=slurm.env,
+    )
+
+
+def test_controller_rounds_start_jobs_and_record_runs_plans_and_actions(slurm, tmp_path):
+    db = tmp_path / "state.db"
+    config = tmp_path / "controller.yaml"
+    config.write_text(CONFIG.format(db=db))
+    a = slurm.sbatch("nlp", "gpu:8", nodes=2, comment="alloc: min_runtime=1h")
+    b = slurm.sbatch("vision", "gpu:4", comment="alloc: min_runtime=30m priority=2")
+    result = controller(slurm, config, 1)
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "round 1: 2 started, 0 preempted, 0 failed" in result.stderr
+    slurm.wait(lambda jobs: all(jobs[j]["job_state"] == "RUNNING" for j in (a, b)))
+    # The second round sees both running: their runs open, charged from Slurm's start time.
+    result = controller(slurm, config, 1)
+    assert result.exit_code == 0, result.output + result.stderr
+    store = StateStore(f"sqlite:///{db}")
+    jobs = slurm.jobs()
+    # (jobs of earlier tests ended minutes ago: Slurm still lists them, and they ran)
+    runs = {r.workload: r for r in store.runs() if r.workload in (a, b)}
+    assert set(runs) == {a, b}
+    assert {r.workload for r in store.open_runs()} == {a, b}
+    assert runs[a].started_s == jobs[a]["start_time"] and runs[a].ended_s is None
+    assert (runs[a].budget, runs[a].gpus, runs[a].charged) == ("nlp", 16, True)
+    first, second = sorted(store.rounds(), key=lambda r: r["id"])
+    assert first["applied_s"] is not None and second["applied_s"] is not None
+    decided = {d["workload"]: d for d in store.decisions_of(first["id"])}
+    assert decided[a]["action"] == "start" and len(decided[a]["hosts"]) == 2
+    assert {x["workload"] for x in store.actions_of(first["id"]) if x["ok"]} == {a, b}
+    # A job that ends is closed at the end Slurm reports, not at the next round.
+    slurm.run("scancel", b)
+    ended = slurm.wait(lambda jobs: jobs[b]["job_state"] == "CANCELLED")
+    time.sleep(1.1)
+    result = controller(slurm, config, 1)
+    assert result.exit_code == 0, result.output + result.stderr
+    runs = {r.workload: r for r in store.runs() if r.workload in (a, b)}
+    assert runs[b].ended_s == ended[b]["end_time"]
+    assert runs[a].ended_s is None
+    store.close()
+
+
+def test_a_bad_controller_config_is_bad_input_naming_file_line_and_field(tmp_path):
+    config = tmp_path / "controller.yaml"
+    config.write_text(
+        CONFIG.format(db=tmp_path / "s.db").replace("vision: vision}", "vision: viz}")
+    )
+    result = CliRunner().invoke(app, ["controller", "run", "--config", str(config)])
+    assert result.exit_code == 2
+    assert f"{config}:11: slurm.accounts.vision: unknown budget node 'viz'" in result.stderr
+    assert not (tmp_path / "s.db").exists()
