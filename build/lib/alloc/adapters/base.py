@@ -1,0 +1,67 @@
+"""The executor protocol: `snapshot() -> Snapshot` and `apply(plan) -> ApplyReport`.
+
+The simulator, the controller and any cluster manager adapter implement it; the round function
+never sees which one it talks to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from alloc.domain import Action, BudgetPath, HostName, Plan, Snapshot, WorkloadId
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    workload: WorkloadId
+    action: Action
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HostResult:
+    """What became of a host the plan lists as drained (handed to repair or removed)."""
+
+    host: HostName
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyReport:
+    results: tuple[ActionResult, ...]
+    hosts: tuple[HostResult, ...] = ()
+
+    @property
+    def failed(self) -> tuple[ActionResult, ...]:
+        return tuple(r for r in self.results if not r.ok)
+
+    @property
+    def failed_hosts(self) -> tuple[HostResult, ...]:
+        return tuple(r for r in self.hosts if not r.ok)
+
+
+@dataclass(frozen=True, slots=True)
+class EndedRun:
+    """A run the cluster reports ended (completed, failed, cancelled), with its own times:
+    the controller's ledger charges it exactly even when no round saw it end."""
+
+    workload: WorkloadId
+    budget: BudgetPath | None
+    gpus: int
+    charged: bool
+    started: datetime
+    ended: datetime
+
+
+class Executor(Protocol):
+    def snapshot(self) -> Snapshot: ...
+
+    def apply(self, plan: Plan) -> ApplyReport: ...
+
+    def ended_runs(self) -> tuple[EndedRun, ...]:
+        """Runs that ended recently, as far as the cluster remembers (read with the last
+        snapshot)."""
+        ...

@@ -1,0 +1,160 @@
+"""The Slurm executor: `snapshot()` reads the cluster with `sinfo --json` and `squeue --json`;
+`apply(plan)` acts with `scontrol` (alloc.adapters.slurm.read says how Slurm maps to alloc).
+
+- start: pin the held job to the planned nodes (`scontrol update JobId=.. NodeList=..
+  NumNodes=..`) and release it; Slurm starts it there as soon as the nodes are free.
+- preempt: `scontrol requeuehold`: the job stops, goes back to the queue held (so Slurm does
+  not restart it on its own) and restarts from its last checkpoint when alloc starts it again;
+  a job that does not resume restarts from scratch (its progress is its own affair).
+- wait: a pending job that is not held is held, so that only alloc starts work.
+- drained hosts: the node stays DRAIN with the reason `alloc: drain complete, ready for repair`
+  (the first reason kept after it); the node returns to service when someone (or a repair
+  system) resumes it.
+
+Applying the same plan twice changes nothing the second time: each action is checked against
+the cluster as read at the start of `apply` (a running job is not started again, a stopped
+one not stopped again) and reported ok with what was found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, HostResult
+from alloc.adapters.slurm.commands import SlurmCommands, SlurmError
+from alloc.adapters.slurm.read import (
+    SlurmJob,
+    SlurmSite,
+    ended_from_squeue,
+    hosts_from_sinfo,
+    jobs_from_squeue,
+)
+from alloc.domain import (
+    Action,
+    BudgetTree,
+    Cluster,
+    HostName,
+    Plan,
+    Policy,
+    Snapshot,
+    WorkloadId,
+)
+from alloc.policy.contract import allocated_in
+
+DRAINED_REASON = "alloc: drain complete, ready for repair"
+
+
+class SlurmExecutor:
+    def __init__(
+        self,
+        site: SlurmSite,
+        budgets: BudgetTree,
+        policy: Policy | None = None,
+        commands: SlurmCommands | None = None,
+        cluster_name: str = "slurm",
+    ) -> None:
+        self.site = site
+        self.budgets = budgets
+        self.policy = policy or Policy()
+        self.commands = commands or SlurmCommands()
+        self.cluster_name = cluster_name
+        self.problems: dict[WorkloadId, str] = {}  # jobs whose comment was not used, and why
+        self._ended: tuple[EndedRun, ...] = ()
+
+    def read(self) -> tuple[Cluster, tuple[SlurmJob, ...], dict[HostName, str]]:
+        """The cluster, the managed jobs, and each node's drain reason."""
+        nodes = self.commands.json("sinfo")
+        cluster = Cluster(self.cluster_name, hosts_from_sinfo(nodes, self.site))
+        queue = self.commands.json("squeue")
+        limit = self.policy.max_min_runtime_s
+        jobs = jobs_from_squeue(queue, self.site, cluster, limit)
+        self._ended = tuple(
+            EndedRun(w.id, w.budget, w.gpus, allocated_in(self.budgets, w), w.started, ended)
+            for w, ended in ended_from_squeue(queue, self.site, cluster, limit)
+            if w.started is not None
+        )
+        reasons = {
+            HostName(str(n["name"])): str(n.get("reason") or "") for n in nodes.get("nodes", ())
+        }
+        return cluster, jobs, reasons
+
+    def snapshot(self) -> Snapshot:
+        cluster, jobs, _ = self.read()
+        now = datetime.now(UTC)
+        self.problems = {j.workload.id: j.problem for j in jobs if j.problem}
+        return Snapshot(
+            now=now,
+            policy=self.policy,
+            cluster=cluster,
+            budgets=self.budgets,
+            usage_gpu_hours={},  # the controller's ledger gives the window's usage
+            workloads=tuple(j.workload for j in jobs),
+        )
+
+    def ended_runs(self) -> tuple[EndedRun, ...]:
+        return self._ended
+
+    def apply(self, plan: Plan) -> ApplyReport:
+        """Preemptions first (they free the nodes), then starts, then holds and drains."""
+        _, jobs, reasons = self.read()
+        by_id = {j.workload.id: j for j in jobs}
+        results = []
+        order = {Action.PREEMPT: 0, Action.START: 1, Action.WAIT: 2}
+        acting = sorted(
+            (d for d in plan.decisions if d.action in order), key=lambda d: order[d.action]
+        )
+        for d in acting:
+            job = by_id.get(d.workload)
+            if job is None:
+                results.append(ActionResult(d.workload, d.action, False, "no such job in Slurm"))
+                continue
+            try:
+                done = self._act(d.action, job, dict(d.hosts))
+            except SlurmError as e:
+                done = (False, e.message)
+            if done is not None:
+                results.append(ActionResult(d.workload, d.action, *done))
+        drained = tuple(self._drained(name, reasons) for name in plan.drained_hosts)
+        return ApplyReport(tuple(results), drained)
+
+    def _act(
+        self, action: Action, job: SlurmJob, hosts: dict[HostName, int]
+    ) -> tuple[bool, str] | None:
+        """Carry out one action: (ok, detail); None when there was nothing to do or report
+        (a waiting job already held)."""
+        w = job.workload
+        if action is Action.PREEMPT:
+            if job.state == "PENDING":
+                return True, "already stopped"
+            self.commands.run("scontrol", "requeuehold", str(w.id))
+            return True, "requeued, held"
+        if action is Action.START:
+            if job.state != "PENDING":
+                where = ",".join(sorted(w.hosts))
+                if set(w.hosts) == set(hosts):
+                    return True, f"already running on {where}"
+                return False, f"already running elsewhere ({where})"
+            names = ",".join(sorted(hosts))
+            if not job.held and job.pinned == names:
+                return True, f"already released on {names}"
+            pin = ("scontrol", "update", f"JobId={w.id}", f"NodeList={names}")
+            self.commands.run(*pin, f"NumNodes={len(hosts)}")
+            self.commands.run("scontrol", "release", str(w.id))
+            return True, f"released on {names}"
+        if action is Action.WAIT and job.state == "PENDING" and not job.held:
+            self.commands.run("scontrol", "hold", str(w.id))
+            return True, "held"
+        return None
+
+    def _drained(self, name: HostName, reasons: Mapping[HostName, str]) -> HostResult:
+        reason = reasons.get(name, "")
+        if reason.startswith(DRAINED_REASON):
+            return HostResult(name, True, "already marked")
+        new = DRAINED_REASON + (f" ({reason})" if reason else "")
+        drain = ("scontrol", "update", f"NodeName={name}", "State=DRAIN")
+        try:
+            self.commands.run(*drain, f"Reason={new[:200]}")
+        except SlurmError as e:
+            return HostResult(name, False, e.message)
+        return HostResult(name, True, "marked for repair")

@@ -1,0 +1,320 @@
+"""The `alloc` command line (typer). Thin: parse arguments, call the library, print, exit.
+
+Exit codes (SPEC.md): 0 success; 2 bad input (file, field and what is wrong; nothing written);
+1 internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from alloc.domain import Plan, Snapshot
+from alloc.io import InputError, dump_plan, json_schema, load_instance, load_plan
+from alloc.io.durations import parse_duration
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Optimization-based batch allocator for shared GPU training clusters.",
+)
+# Wide enough for the budget table when the output is a file or a pipe.
+out = Console(width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+T = TypeVar("T")
+
+
+def _run(action: Callable[[], T]) -> T:
+    """Map bad input to exit 2 and anything unexpected to exit 1, without a traceback."""
+    try:
+        return action()
+    except InputError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the boundary of the program
+        if os.environ.get("ALLOC_DEBUG"):
+            raise
+        err.print(
+            f"[red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}", highlight=False
+        )
+        raise typer.Exit(1) from None
+
+
+def check_writable(option: str, path: Path, folder: bool = False) -> None:
+    """Bad input (exit 2) before any work when `path` (a file, or a folder with `folder`) could
+    not be written: it is the other kind, a part of its parent path is a file, or the nearest
+    existing folder is read-only."""
+    kind = "folder" if folder else "file"
+    if path.exists() and path.is_dir() != folder:
+        raise InputError(option, "", f"{path} exists and is not a {kind}")
+    parent = path if folder else path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(option, "", f"cannot write {path}: {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(option, "", f"cannot write {path}: {parent} is not writable")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write whole or not at all: a temporary file in the same folder, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # as open() would create it, not mkstemp's owner-only
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command()
+def solve(
+    instance: Annotated[Path, typer.Argument(help="Instance YAML (see `alloc schema`).")],
+    solver: Annotated[
+        str | None, typer.Option(help="milp or greedy (default: the policy's).")
+    ] = None,
+    time_limit: Annotated[str | None, typer.Option(help="Wall-clock limit, e.g. 10s.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the plan JSON.")
+    ] = None,
+    depth: Annotated[int, typer.Option(help="Budget tree levels shown.")] = 2,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the plan JSON instead.")] = False,
+) -> None:
+    """Solve one round and print its summary (and write the plan with -o)."""
+    from alloc.round import RoundOptions, solve_round
+    from alloc.summary import summarize
+
+    def act() -> None:
+        if solver is not None and solver not in ("milp", "greedy"):
+            raise InputError("--solver", "", f"expected milp or greedy, got {solver!r}")
+        limit = None
+        if time_limit is not None:
+            try:
+                limit = parse_duration(time_limit)
+            except ValueError as exc:
+                raise InputError("--time-limit", "", str(exc)) from None
+        if output is not None:
+            check_writable("--output", output)
+        snapshot = load_instance(instance)
+        result = solve_round(snapshot, RoundOptions(solver=solver, time_limit_s=limit))
+        plan = result.plan
+        if output is not None:
+            write_atomically(output, dump_plan(plan))
+        if json_out:
+            sys.stdout.write(dump_plan(plan))
+            return
+        from alloc.cli.render import render_solve
+
+        render_solve(out, str(instance), plan, summarize(result.context, plan), depth)
+        if output is not None:
+            out.print(f"plan written to {output}", markup=False)
+
+    _run(act)
+
+
+@app.command()
+def validate(
+    instance: Annotated[Path, typer.Argument(help="Instance YAML.")],
+    plan: Annotated[Path, typer.Argument(help="Plan JSON to check against the instance.")],
+) -> None:
+    """Check a plan against every invariant of the contract; exit 1 if any is broken."""
+    from alloc.solve.validate import validate as check
+
+    def act() -> None:
+        snapshot = load_instance(instance)
+        loaded = load_plan(plan)
+        _same_instance(snapshot, loaded, plan)
+        problems = check(snapshot, loaded)
+        if problems:
+            for p in problems:
+                out.print(f"[red]violation:[/] {escape(p)}", highlight=False)
+            raise typer.Exit(1)
+        out.print(
+            f"{plan}: valid ({len(snapshot.workloads)} decisions, every invariant holds)",
+            markup=False,
+        )
+
+    _run(act)
+
+
+def _same_instance(snapshot: Snapshot, plan: Plan, path: Path) -> None:
+    """A plan about workloads the instance lacks belongs to another instance: bad input."""
+    unknown = sorted({d.workload for d in plan.decisions} - set(snapshot.by_id))
+    if unknown:
+        raise InputError(
+            str(path),
+            "decisions",
+            f"{len(unknown)} decisions name workloads the "
+            f"instance does not have (e.g. {unknown[0]!r}): is this plan for "
+            "another instance?",
+        )
+
+
+@app.command()
+def explain(
+    instance: Annotated[Path, typer.Argument(help="Instance YAML.")],
+    workload: Annotated[str, typer.Argument(help="Workload id.")],
+    plan: Annotated[Path | None, typer.Option(help="Explain this plan instead of solving.")] = None,
+    solver: Annotated[str | None, typer.Option(help="milp or greedy.")] = None,
+) -> None:
+    """Why a workload starts, waits or is preempted, and what would have to change."""
+    from alloc.explain import explain as explain_workload
+    from alloc.round import RoundOptions, solve_round
+
+    def act() -> None:
+        snapshot = load_instance(instance)
+        if workload not in snapshot.by_id:
+            raise InputError(str(instance), "workloads", f"no workload with id {workload!r}")
+        if plan:
+            chosen, ctx = load_plan(plan), None
+            _same_instance(snapshot, chosen, plan)
+            if workload not in chosen.by_workload:
+                raise InputError(str(plan), "decisions", f"no decision for {workload!r}")
+        else:
+            result = solve_round(snapshot, RoundOptions(solver=solver))
+            chosen, ctx = result.plan, result.context
+        for line in explain_workload(snapshot, chosen, workload, ctx).lines():
+            out.print(line, highlight=False, markup=False)
+
+    _run(act)
+
+
+@app.command()
+def generate(
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
+    hosts: Annotated[int, typer.Option(min=1, help="Hosts.")] = 128,
+    gpus_per_host: Annotated[int, typer.Option(min=1, help="GPUs per host.")] = 8,
+    hosts_per_block: Annotated[int, typer.Option(min=1, help="Hosts per network block.")] = 32,
+    levels: Annotated[
+        str, typer.Option(help="Budget nodes per level, e.g. 4,15,150.")
+    ] = "4,15,150",
+    depth: Annotated[int | None, typer.Option(min=1, help="Tree depth (with --width).")] = None,
+    width: Annotated[int | None, typer.Option(min=1, help="Children per node.")] = None,
+    demand: Annotated[float, typer.Option(min=0.0, help="Demand / ready GPUs.")] = 2.5,
+    sizes: Annotated[str | None, typer.Option(help="Size mix, e.g. 1:0.5,8:0.3,64:0.2.")] = None,
+    running: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of GPUs busy.")] = 0.9,
+    protected: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="Of running allocated work, the share still protected."
+        ),
+    ] = 0.5,
+    unallocated: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of workloads with minimum runtime 0.")
+    ] = 0.15,
+    unhealthy: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of hosts unhealthy.")
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
+) -> None:
+    """Generate a seeded instance shaped like a research lab."""
+    from alloc.generate import DEFAULT_SIZES, GeneratorSpec
+    from alloc.generate import generate as make
+    from alloc.io import dump_instance
+
+    def act() -> None:
+        tree = _parse_levels(levels)
+        if depth is not None or width is not None:
+            if depth is None or width is None:
+                raise InputError("alloc generate", "--depth", "--depth and --width go together")
+            tree = tuple(width**k for k in range(1, depth + 1))
+        mix = _parse_sizes(sizes) if sizes else dict(DEFAULT_SIZES)
+        cap_sizes = sizes is None  # sizes given explicitly are used as given
+        spec = GeneratorSpec(
+            hosts=hosts,
+            gpus_per_host=gpus_per_host,
+            hosts_per_block=hosts_per_block,
+            levels=tree,
+            demand=demand,
+            sizes=mix,
+            running=running,
+            protected=protected,
+            unallocated=unallocated,
+            unhealthy=unhealthy,
+            seed=seed,
+            cap_sizes=cap_sizes,
+        )
+        header = "generated by: alloc " + " ".join(sys.argv[1:]) if sys.argv else ""
+        text = dump_instance(make(spec), header)
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_atomically(output, text)
+            err.print(f"instance written to {output}", markup=False)
+
+    _run(act)
+
+
+def _parse_levels(text: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        levels = ()
+    if not levels or any(n < 1 for n in levels) or list(levels) != sorted(levels):
+        raise InputError(
+            "alloc generate",
+            "--levels",
+            f"expected positive, non-decreasing counts of nodes per level such as 4,15,150 "
+            f"(every node has at least one child), got {text!r}",
+        )
+    return levels
+
+
+def _parse_sizes(text: str) -> dict[int, float]:
+    try:
+        mix = {int(k): float(v) for k, v in (p.split(":") for p in text.split(","))}
+    except ValueError:
+        mix = {}
+    if not mix or any(g < 1 or p < 0 for g, p in mix.items()) or sum(mix.values()) <= 0:
+        raise InputError(
+            "alloc generate",
+            "--sizes",
+            f"expected GPUs:weight pairs such as 1:0.5,8:0.3,64:0.2, got {text!r}",
+        )
+    return mix
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the instance file."""
+    sys.stdout.write(json.dumps(json_schema(), indent=1) + "\n")
+
+
+from alloc.cli.trace_cmd import trace_app  # noqa: E402 - sub-app registered after the commands
+
+app.add_typer(trace_app, name="trace")
+
+from alloc.cli.controller_cmd import controller_app  # noqa: E402
+
+app.add_typer(controller_app, name="controller")
+
+
+from alloc.cli.sim_cmd import simulate as _simulate  # noqa: E402
+from alloc.cli.sim_cmd import whatif as _whatif  # noqa: E402
+
+app.command(name="simulate")(_simulate)
+app.command(name="whatif")(_whatif)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""`alloc controller run --config FILE`: the controller beside a real cluster manager (Slurm),
+every round reading the cluster, deciding, acting and recording (alloc.controller)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from alloc.io import InputError
+
+controller_app = typer.Typer(
+    no_args_is_help=True, help="Run alloc as a controller beside a cluster manager."
+)
+
+
+@controller_app.command("run")
+def run(
+    config: Annotated[Path, typer.Option("--config", help="Controller config YAML.")],
+    executor: Annotated[
+        str | None, typer.Option(help="The cluster manager driven (default: the config's).")
+    ] = None,
+    rounds: Annotated[
+        int | None, typer.Option(min=1, help="Stop after this many rounds (default: never).")
+    ] = None,
+) -> None:
+    """Run rounds every `interval` (config) until interrupted (Ctrl-C or SIGTERM end the
+    current round first)."""
+    from alloc.adapters.slurm.commands import SlurmCommands
+    from alloc.adapters.slurm.executor import SlurmExecutor
+    from alloc.adapters.slurm.read import SlurmSite
+    from alloc.cli.app import _run, err
+    from alloc.controller.loop import Controller, RoundOutcome
+    from alloc.controller.state import StateStore
+    from alloc.io.controller_config import load_controller_config
+
+    def act() -> None:
+        settings = load_controller_config(config)
+        kind = executor or settings.executor
+        if kind != "slurm":
+            raise InputError("--executor", "", f"expected slurm, got {kind!r}")
+        s = settings.slurm
+        site = SlurmSite(s.accounts, s.partitions, s.block_prefix, s.rack_prefix, s.retire_reason)
+        commands = SlurmCommands(timeout_s=s.command_timeout_s, attempts=s.attempts)
+        slurm = SlurmExecutor(site, settings.budgets, settings.policy, commands, settings.name)
+        try:
+            store = StateStore(settings.state_url)
+        except Exception as exc:  # noqa: BLE001 - SQLAlchemy: a bad URL or database
+            message = f"cannot open {settings.state_url}: {exc}"
+            raise InputError(str(config), "state", message) from None
+        controller = Controller(slurm, store, settings.interval_s)
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        err.print(
+            f"controller {settings.name}: a round every {settings.interval_s:g} s, state in "
+            f"{settings.state_url}",
+            highlight=False,
+        )
+
+        def report(o: RoundOutcome) -> None:
+            if o.error:
+                err.print(f"round failed: {o.error}", markup=False)
+                return
+            status = o.plan.report.status if o.plan else "-"
+            err.print(
+                f"round {o.round_id}: {o.started} started, {o.preempted} preempted, "
+                f"{o.failed} failed; {status}; {o.seconds:.2f} s",
+                markup=False,
+            )
+
+        try:
+            controller.run(stop, rounds, on_round=report)
+        finally:
+            store.close()
+
+    _run(act)

@@ -1,0 +1,436 @@
+"""`alloc simulate` and `alloc whatif`: thin wrappers around alloc.sim.run."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from alloc.io import InputError, dump_instance
+from alloc.io.durations import parse_duration
+from alloc.report.fmt import demand as fmt_demand
+from alloc.report.fmt import duration
+from alloc.report.fmt import pct as fmt_pct
+from alloc.sim.policies import REGISTRY
+from alloc.sim.run import RunSpec, load_inputs, run
+
+out_console = Console(width=None if sys.stdout.isatty() else 120)
+
+LabArg = Annotated[
+    Path | None,
+    typer.Argument(help="Lab instance YAML (cluster, budgets, policy; optional with --synthetic)."),
+]
+TraceOpt = Annotated[Path | None, typer.Option("--trace", help="Trace CSV to replay.")]
+SyntheticOpt = Annotated[
+    bool,
+    typer.Option(
+        "--synthetic", help="Use the built-in generator (and the built-in lab if no LAB is given)."
+    ),
+]
+DaysOpt = Annotated[float, typer.Option(min=0.001, help="Simulated days.")]
+SeedOpt = Annotated[int, typer.Option(help="Seed of the generator and the failure model.")]
+
+
+def _duration(option: str, text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise InputError(option, "", str(exc)) from None
+
+
+def _policy(name: str, option: str = "--policy") -> str:
+    if name not in REGISTRY:
+        raise InputError(
+            option, "", f"unknown policy {name!r}; expected one of {', '.join(REGISTRY)}"
+        )
+    return name
+
+
+def base_spec(
+    lab: Path | None,
+    trace: Path | None,
+    synthetic: bool,
+    days: float,
+    seed: int,
+    options: dict[str, Any],
+) -> RunSpec:
+    """The run's inputs, checked: a lab file (or the built-in lab) and a trace or --synthetic."""
+    if (trace is None) == (not synthetic):
+        raise InputError("alloc", "", "give exactly one of --trace TRACE.csv or --synthetic")
+    if lab is None:
+        if not synthetic:
+            raise InputError("alloc", "", "give a LAB.yaml, or --synthetic for the built-in lab")
+        from alloc.sim.synthetic import SyntheticLab, synthetic_lab
+
+        built, _ = synthetic_lab(SyntheticLab(days=days, seed=seed))
+        text = dump_instance(built, "the built-in synthetic lab (alloc.sim.synthetic)")
+        source = "<built-in lab>"
+    else:
+        try:
+            text = lab.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(str(lab), "", f"cannot read the file: {exc}") from None
+        source = str(lab)
+    credit = next(
+        (
+            line.lstrip("# ").strip()
+            for line in text.splitlines()
+            if line.startswith("#") and "Philly" in line
+        ),
+        None,
+    )
+    spec = RunSpec(
+        label="base",
+        lab_yaml=text,
+        lab_file=source,
+        policy="milp",
+        days=days,
+        out="",
+        trace=str(trace) if trace else None,
+        seed=seed,
+        credit=credit,
+        **options,
+    )
+    load_inputs(spec)  # bad input stops here, before anything runs or is written
+    return spec
+
+
+def sim_options(
+    round_interval: str,
+    min_round_gap: str,
+    checkpoint: str | None,
+    mtbf: str | None,
+    repair: str,
+    host_events: Path | None,
+    time_limit: str | None,
+    ledger: str,
+) -> dict[str, Any]:
+    interval = _duration("--round-interval", round_interval)
+    if not interval:
+        raise InputError("--round-interval", "", "the periodic round needs an interval above 0")
+    mtbf_s = _duration("--mtbf", mtbf)
+    if mtbf is not None and not mtbf_s:
+        raise InputError(
+            "--mtbf", "", "a mean time between failures is above 0 (omit it for no failures)"
+        )
+    limit = _duration("--time-limit", time_limit)
+    if time_limit is not None and not limit:
+        raise InputError("--time-limit", "", "a time limit is above 0")
+    if ledger != ":memory:":
+        _check_new_ledger(Path(ledger))
+    return {
+        "round_interval_s": interval,
+        "min_round_gap_s": _duration("--min-round-gap", min_round_gap),
+        "checkpoint_interval_s": _duration("--checkpoint", checkpoint),
+        "mtbf_h": mtbf_s / 3600.0 if mtbf_s else None,
+        "repair_h": (_duration("--repair", repair) or 0.0) / 3600.0,
+        "host_events": str(host_events) if host_events else None,
+        "time_limit_s": limit,
+        "ledger": ledger,
+    }
+
+
+def _check_new_ledger(path: Path) -> None:
+    """A ledger file is written by one run only: it must not exist yet, or be an empty SQLite
+    file (runs mixed in one ledger would be read as one). Nothing is created here."""
+    from alloc.cli.app import check_writable
+
+    check_writable("--ledger", path)
+    if not path.parent.is_dir():
+        raise InputError("--ledger", "", f"the folder {path.parent} does not exist")
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
+            rows = db.execute("SELECT COUNT(*) FROM intervals").fetchone()[0] if tables else 0
+    except sqlite3.Error as exc:
+        raise InputError("--ledger", "", f"{path} is not an SQLite ledger: {exc}") from None
+    if rows or (tables and "intervals" not in tables):
+        what = f"{rows} intervals" if rows else "tables of something else"
+        raise InputError("--ledger", "", f"{path} already holds {what}: give a new file")
+
+
+def _pct(x: float | None) -> str:
+    return fmt_pct(x, 2)
+
+
+def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
+    worst = m.get("worst_team") or {}
+    table = Table(
+        title=(f"{escape(str(m.get('label')))}: " if m.get("label") != m["policy"] else "")
+        + f"{m['policy']}, {m['days']:g} days",
+        title_justify="left",
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("availability (ready / installed GPU time)", _pct(m["availability"])),
+        ("occupancy (held / ready GPU time)", _pct(m["occupancy"])),
+        (
+            "  allocated / unallocated",
+            f"{_pct(m['allocated_occupancy'])} / {_pct(m['unallocated_occupancy'])}",
+        ),
+        ("  while work was queued", _pct(m["occupancy_while_queued"])),
+        ("impact: delivered / owed, overall", _pct(m["delivered_over_owed"])),
+        (
+            "  worst team",
+            f"{escape(str(worst.get('budget', '-')))} {_pct(worst.get('delivered_over_owed'))}",
+        ),
+        (
+            "utilization",
+            _pct(m["utilization"]) if m["utilization"] is not None else "not in the trace",
+        ),
+    ]
+    for cls, w in m["wait_s"].items():
+        if w["count"]:
+            never = w.get("never_started", 0)
+            rows.append(
+                (
+                    f"wait {cls} (p50 / p90 / max)",
+                    f"{duration(w['p50'])} / {duration(w['p90'])} / {duration(w['max'])}"
+                    + (f" ({never} never started)" if never else ""),
+                )
+            )
+    rows += [
+        (
+            "preemptions (GPU-hours lost)",
+            f"{m['preemptions']} ({m['preempted_gpu_hours_lost']:,.0f})",
+        ),
+        (
+            "drains completed (median hours)",
+            f"{m['drains_completed']} ({m['drain_hours_p50'] or 0:.1f})",
+        ),
+        ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
+        ("invariant violations", str(m["invariant_violations"])),
+        ("rounds (skipped as quiet)", f"{m['rounds']} ({m['skipped_rounds']})"),
+        ("wall seconds", f"{m['wall_seconds']:.1f}"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    console.print(table)
+    if m.get("credit"):
+        console.print(escape(str(m["credit"])), highlight=False)
+    console.print(f"outputs in {escape(str(out))} (open report.html)", highlight=False)
+
+
+LegacyTopOpt = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="legacy-priority: fraction of submissions made at the highest level (users' "
+        "behaviour; at 1 nobody can preempt anybody and the policy is FIFO).",
+    ),
+]
+CheckpointOpt = Annotated[
+    str | None, typer.Option(help="Checkpoint interval of resumable work (default: the lab's).")
+]
+MtbfOpt = Annotated[
+    str | None,
+    typer.Option(help="Mean time between failures of a host (e.g. 60d); off by default."),
+]
+RepairOpt = Annotated[str, typer.Option(help="Repair time of a drained host.")]
+HostEventsOpt = Annotated[Path | None, typer.Option(help="CSV time,host,state.")]
+LegacyCapOpt = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        help="legacy-priority: non-preemptible GPUs per team, as a multiple of its share.",
+    ),
+]
+
+
+def simulate(
+    lab: LabArg = None,
+    trace: TraceOpt = None,
+    synthetic: SyntheticOpt = False,
+    policy: Annotated[str, typer.Option(help="milp, greedy, legacy-priority or fifo.")] = "milp",
+    days: DaysOpt = 30.0,
+    seed: SeedOpt = 1,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("sim-out"),
+    round_interval: Annotated[str, typer.Option(help="Periodic round.")] = "5m",
+    min_round_gap: Annotated[str, typer.Option(help="Event rounds coalesce.")] = "10s",
+    checkpoint: CheckpointOpt = None,
+    mtbf: MtbfOpt = None,
+    repair: RepairOpt = "8h",
+    host_events: HostEventsOpt = None,
+    time_limit: Annotated[str | None, typer.Option(help="MILP limit per round.")] = None,
+    ledger: Annotated[str, typer.Option(help="SQLite file for the ledger.")] = ":memory:",
+    legacy_top: LegacyTopOpt = 0.8,
+    legacy_cap: LegacyCapOpt = 1.0,
+) -> None:
+    """Simulate a lab over time: same round function, simulated clock and executor."""
+    from alloc.cli.app import _run, check_writable
+
+    def act() -> None:
+        check_writable("--out", out, folder=True)
+        options = sim_options(
+            round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit, ledger
+        ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
+        spec = replace(
+            base_spec(lab, trace, synthetic, days, seed, options),
+            policy=_policy(policy),
+            out=str(out),
+            label=policy,
+        )
+        with Progress(
+            TextColumn("simulating"),
+            BarColumn(),
+            TextColumn("day {task.fields[d]}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as bar:
+            task = bar.add_task("sim", total=days * 86400.0, d="0.0")
+
+            def progress(t: float) -> None:
+                bar.update(task, completed=t, d=f"{t / 86400:.1f}")
+
+            metrics = run(spec, progress)
+        print_summary(out_console, metrics, out)
+
+    _run(act)
+
+
+def _one(spec: RunSpec) -> tuple[str, dict[str, Any]]:
+    return spec.label, run(spec)
+
+
+def whatif(
+    lab: LabArg = None,
+    trace: TraceOpt = None,
+    synthetic: SyntheticOpt = False,
+    scenario: Annotated[
+        list[Path] | None,
+        typer.Option(help="Scenario YAML (budgets, policy, usage); repeat for several."),
+    ] = None,
+    policies: Annotated[str, typer.Option(help="Comma-separated policies.")] = "milp",
+    days: DaysOpt = 30.0,
+    seed: SeedOpt = 1,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("whatif-out"),
+    jobs: Annotated[int, typer.Option(min=1, help="Runs in parallel processes.")] = 1,
+    round_interval: Annotated[str, typer.Option(help="Periodic round.")] = "5m",
+    min_round_gap: Annotated[str, typer.Option(help="Event rounds coalesce.")] = "10s",
+    checkpoint: CheckpointOpt = None,
+    mtbf: MtbfOpt = None,
+    repair: RepairOpt = "8h",
+    host_events: HostEventsOpt = None,
+    time_limit: Annotated[str | None, typer.Option(help="MILP limit per round.")] = None,
+    legacy_top: LegacyTopOpt = 0.8,
+    legacy_cap: LegacyCapOpt = 1.0,
+) -> None:
+    """Replay one trace under several budget trees and/or policies, side by side (every run
+    meets the same host failures: the failure model is seeded)."""
+    from alloc.cli.app import _run, check_writable, write_atomically
+    from alloc.io import parse_instance
+    from alloc.io.scenario import load_scenario
+    from alloc.io.trace_csv import parse_trace
+    from alloc.io.trace_csv import trace_text as write_trace_text
+    from alloc.sim.synthetic import SyntheticLab, synthetic_trace
+
+    def act() -> None:
+        check_writable("--out", out, folder=True)
+        options = sim_options(
+            round_interval,
+            min_round_gap,
+            checkpoint,
+            mtbf,
+            repair,
+            host_events,
+            time_limit,
+            ":memory:",
+        ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
+        base = base_spec(lab, trace, synthetic, days, seed, options)
+        names = [_policy(p.strip(), "--policies") for p in policies.split(",") if p.strip()]
+        if not names:
+            raise InputError("--policies", "", "name at least one policy, e.g. milp,greedy")
+        if len(set(names)) < len(names):
+            raise InputError("--policies", "", f"a policy is named twice: {policies}")
+        labs = [("base", base.lab_yaml, base.lab_file)]
+        lab_snapshot = parse_instance(base.lab_yaml, base.lab_file)
+        for path in scenario or []:
+            name, alt = load_scenario(path, lab_snapshot)
+            source = f"scenario {name} ({path})"
+            if any(name == other for other, _, _ in labs):
+                raise InputError(
+                    str(path),
+                    "name",
+                    f"a second run named {name!r}: give the scenario "
+                    "another name (`base` is the lab's own tree)",
+                )
+            labs.append((name, dump_instance(alt, source), source))
+        trace_text: str | None = None
+        if base.trace is None:
+            # One synthetic trace, drawn from the base lab, replayed under every scenario.
+            drawn = synthetic_trace(lab_snapshot, SyntheticLab(days=days, seed=seed))
+            trace_text = write_trace_text(drawn)
+        specs = []
+        for name, text, source in labs:
+            if trace_text is not None:
+                tree = parse_instance(text, source)
+                parse_trace(
+                    trace_text,
+                    "the synthetic trace",
+                    tree.budgets,
+                    tree.policy.max_min_runtime_s,
+                    source,
+                )
+            for p in names:
+                spec = replace(
+                    base,
+                    label=f"{name}/{p}",
+                    lab_yaml=text,
+                    policy=p,
+                    out=str(out / f"{name}-{p}"),
+                    lab_file=source,
+                )
+                if trace_text is None:
+                    load_inputs(spec)  # e.g. a trace budget that this scenario's tree lacks
+                specs.append(spec)
+        if trace_text is not None:
+            trace_path = out / "trace.csv"
+            write_atomically(trace_path, trace_text)
+            specs = [replace(s, trace=str(trace_path)) for s in specs]
+        results: dict[str, dict[str, Any]] = {}
+        if jobs > 1 and len(specs) > 1:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                for future in as_completed([pool.submit(_one, s) for s in specs]):
+                    label, metrics = future.result()
+                    results[label] = metrics
+                    out_console.print(f"done: {escape(label)}", highlight=False)
+        else:
+            for s in specs:
+                label, metrics = _one(s)
+                results[label] = metrics
+                out_console.print(f"done: {escape(label)}", highlight=False)
+        from alloc.report import comparison_table, write_comparison
+
+        runs = [(s.label, Path(s.out)) for s in specs]
+        write_comparison(out, runs, base.credit)
+        table = Table(
+            title="What if, per team and run (the last column: the run against the first)",
+            title_justify="left",
+        )
+        rows = comparison_table(runs)
+        for i, header in enumerate(rows[0]):
+            table.add_column(escape(header), justify="left" if i in (0, 1, 7) else "right")
+        for row in rows[1:]:
+            table.add_row(*(escape(c) for c in row))
+        out_console.print(table)
+        if base.credit:
+            out_console.print(escape(base.credit), highlight=False)
+        out_console.print(f"outputs in {escape(str(out))} (open comparison.html)", highlight=False)
+
+    _run(act)

@@ -1,0 +1,138 @@
+"""`alloc trace import philly|itp SOURCE -o TRACE.csv [--lab LAB.yaml]`: a real trace -> our trace
+CSV (SPEC.md, "Trace") and, with --lab, a matching instance. Thin: the rules live in
+`alloc.traces`. Bad input exits 2 naming the file, the line and the field; nothing is written
+unless both outputs could be made."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from alloc.io.errors import InputError
+from alloc.traces import ImportSummary, MinRuntimeRule, import_itp, import_philly
+
+trace_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Real GPU-cluster traces -> trace CSV (and a matching lab).",
+)
+
+
+class Source(StrEnum):
+    PHILLY = "philly"
+    ITP = "itp"
+
+
+@trace_app.command("import")
+def import_trace(
+    kind: Annotated[Source, typer.Argument(help="philly or itp.")],
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="philly: the philly-sia folder (or its philly.csv); "
+            "itp: one cluster CSV (a folder means its cluster01.csv)."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The trace CSV to write.")],
+    lab: Annotated[
+        Path | None, typer.Option("--lab", help="Also write a matching instance YAML.")
+    ] = None,
+    gpus_per_node: Annotated[
+        int | None, typer.Option(min=1, help="philly only: GPUs per node (default 8).")
+    ] = None,
+    tenants: Annotated[
+        int | None, typer.Option(min=1, help="itp only: tenants to assign (default 8).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the minimum-runtime and tenant draws.")] = 1,
+    unallocated: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Fraction of jobs with minimum runtime 0.")
+    ] = 0.1,
+) -> None:
+    """Convert a real trace into a trace CSV; print what was imported, dropped and assumed."""
+    from alloc.cli.app import _run, check_writable, err, out, write_atomically
+    from alloc.io import dump_instance, parse_instance
+    from alloc.io.trace_csv import parse_trace, trace_text
+
+    def act() -> None:
+        if kind is Source.PHILLY and tenants is not None:
+            raise InputError("--tenants", "", "applies to itp only (Philly has its own VCs)")
+        if kind is Source.ITP and gpus_per_node is not None:
+            raise InputError("--gpus-per-node", "", "applies to philly only (ITP hosts have 8)")
+        if lab is not None and lab.resolve() == output.resolve():
+            raise InputError("--lab", "", f"the same file as -o ({output})")
+        check_writable("--output", output)
+        if lab is not None:
+            check_writable("--lab", lab)
+        rule = MinRuntimeRule(unallocated=unallocated, seed=seed)
+        if kind is Source.PHILLY:
+            result = import_philly(source, gpus_per_node or 8, rule)
+        else:
+            result = import_itp(source, tenants or 8, rule)
+        trace = trace_text(result.jobs)
+        # Both outputs must read back as valid input before either is written.
+        parse_trace(trace, str(output), result.lab.budgets, result.lab.policy.max_min_runtime_s)
+        lab_text = None
+        if lab is not None:
+            command = f"alloc trace import {kind.value} {source} -o {output} --lab {lab}"
+            options = {
+                "--gpus-per-node": gpus_per_node,
+                "--tenants": tenants,
+                "--seed": seed,
+                "--unallocated": unallocated,
+            }
+            command += "".join(f" {k} {v:g}" for k, v in options.items() if v is not None)
+            lab_text = dump_instance(result.lab, _header(command, result.summary.attribution))
+            parse_instance(lab_text, str(lab))
+        write_atomically(output, trace)
+        if lab is not None and lab_text is not None:
+            try:
+                write_atomically(lab, lab_text)
+            except BaseException:
+                output.unlink(missing_ok=True)
+                raise
+        for line in summary_lines(kind.value, result.summary):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
+        err.print(f"trace written to {output}", markup=False)
+        if lab is not None:
+            err.print(f"lab written to {lab}", markup=False)
+
+    _run(act)
+
+
+def _header(command: str, attribution: str | None) -> str:
+    lines = [f"imported by: {command}"]
+    if attribution:
+        lines.append(f"data: {attribution}")
+    lines.append("rules: see alloc/traces (minimum runtimes, tenants, cluster size)")
+    return "\n".join(lines)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def summary_lines(kind: str, s: ImportSummary) -> list[str]:
+    """The printed summary of an import."""
+    dropped = sum(s.dropped.values())
+    why = ", ".join(f"{n:,} {reason}" for reason, n in sorted(s.dropped.items()))
+    kinds = ", ".join(f"{s.kinds.get(k, 0):,} {k}" for k in ("debug", "train", "unallocated"))
+    handed = sum(p for _, p, _ in s.budgets)
+    lines = [
+        f"{kind}: {_n(s.imported, 'job')} imported from {s.source} ({s.rows:,} rows; "
+        + (f"{dropped:,} dropped: {why})" if dropped else "none dropped)"),
+        f"  jobs: {kinds} (minimum runtime 0 = unallocated)",
+        f"  cluster: {_n(s.hosts, 'host')} x {s.gpus_per_host} GPUs = {s.gpus:,} GPUs; "
+        f"span {s.span_days:.1f} days of submissions",
+        f"  larger than the whole cluster: {s.too_large:,} (kept; they wait too_large); "
+        f"larger than one block: {s.wider_than_block:,}",
+        f"  budgets: {len(s.budgets)} leaves, {handed:.3f}% of the cluster handed out",
+    ]
+    width = max(len(name) for name, _, _ in s.budgets)
+    lines += [f"    {name:<{width}}  {pct:7.3f}%  {why}" for name, pct, why in s.budgets]
+    lines += [f"  note: {n}" for n in s.notes]
+    if s.attribution:
+        lines.append(s.attribution)
+    return lines

@@ -1,0 +1,133 @@
+"""The controller: every round it reads the cluster, decides with the same round function as
+the simulator, records the plan, acts, and records what happened (alloc/controller/state.py).
+
+One round, in an order that keeps the state consistent whenever the process dies:
+1. snapshot from the executor; the ledger records what it sees running and what the cluster
+   reports ended (keyed writes: repeating them changes nothing);
+2. the fair-share usage of the window comes from that ledger;
+3. the plan is solved, validated and recorded with every decision (write-ahead);
+4. the executor applies it (idempotent against the cluster: a job already started is not
+   started again); runs alloc stopped are closed at the time it stopped them;
+5. the outcome of every action is recorded and the round marked applied.
+A crash between 3 and 5 leaves a round recorded but not applied; the next round starts from a
+fresh snapshot, so nothing is started twice.
+
+Executor failures (a command that fails or hangs, the cluster manager down) end the round
+with the error recorded and are retried at the next round, after a backoff that doubles up to
+the interval; the state is never left half-written (every write is one transaction).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from alloc.adapters.base import Executor
+from alloc.controller.state import Run, StateStore
+from alloc.domain import Action, Plan, Snapshot
+from alloc.policy.contract import allocated_in
+from alloc.round import run_round
+from alloc.solve.validate import validate
+
+log = logging.getLogger("alloc.controller")
+
+
+@dataclass
+class RoundOutcome:
+    at_s: float
+    round_id: int | None = None
+    plan: Plan | None = None
+    started: int = 0
+    preempted: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    error: str = ""
+
+
+@dataclass
+class Controller:
+    executor: Executor
+    store: StateStore
+    interval_s: float = 60.0
+    clock: Callable[[], float] = time.time
+    history: list[RoundOutcome] = field(default_factory=list)
+
+    def round_once(self) -> RoundOutcome:
+        began = time.perf_counter()
+        try:
+            outcome = self._round()
+        except Exception as exc:  # noqa: BLE001 - any executor failure ends only this round
+            log.warning("round failed: %s", exc)
+            outcome = RoundOutcome(self.clock(), error=f"{type(exc).__name__}: {exc}")
+        outcome.seconds = time.perf_counter() - began
+        self.history.append(outcome)
+        del self.history[:-100]
+        return outcome
+
+    def _round(self) -> RoundOutcome:
+        snapshot = self.executor.snapshot()
+        now_s = snapshot.now.timestamp()
+        self._observe(snapshot, now_s)
+        usage = self.store.window_gpu_hours(now_s, snapshot.policy.lookback_s)
+        snapshot = replace(snapshot, usage_gpu_hours=usage)
+        plan = run_round(snapshot)
+        problems = validate(snapshot, plan)
+        if problems:  # run_round validates: this is a bug, and nothing of the plan is applied
+            raise AssertionError(f"the round's plan breaks the contract: {problems[:3]}")
+        round_id = self.store.record_plan(now_s, plan)
+        report = self.executor.apply(plan)
+        stopped_s = self.clock()
+        for result in report.results:
+            if result.ok and result.action is Action.PREEMPT:
+                w = snapshot.by_id.get(result.workload)
+                if w is not None and w.started is not None:
+                    self.store.close_run(w.id, w.started.timestamp(), stopped_s)
+        self.store.record_apply(round_id, stopped_s, report)
+        return RoundOutcome(
+            now_s,
+            round_id,
+            plan,
+            started=sum(1 for r in report.results if r.ok and r.action is Action.START),
+            preempted=sum(1 for r in report.results if r.ok and r.action is Action.PREEMPT),
+            failed=len(report.failed) + len(report.failed_hosts),
+        )
+
+    def _observe(self, snapshot: Snapshot, now_s: float) -> None:
+        running = [
+            Run(w.id, w.started.timestamp(), w.budget, w.gpus, allocated_in(snapshot.budgets, w))
+            for w in snapshot.workloads
+            if w.started is not None
+        ]
+        ended = [
+            Run(e.workload, e.started.timestamp(), e.budget, e.gpus, e.charged, e.ended.timestamp())
+            for e in self.executor.ended_runs()
+        ]
+        self.store.observe(now_s, running, ended)
+
+    def run(
+        self,
+        stop: threading.Event | None = None,
+        rounds: int | None = None,
+        on_round: Callable[[RoundOutcome], None] | None = None,
+    ) -> None:
+        """Rounds every `interval_s` until `stop` is set (or `rounds` have run); after a
+        failed round the wait doubles, up to the interval, from 1 s."""
+        stop = stop or threading.Event()
+        backoff = 1.0
+        done = 0
+        while not stop.is_set() and (rounds is None or done < rounds):
+            outcome = self.round_once()
+            if on_round is not None:
+                on_round(outcome)
+            done += 1
+            if outcome.error:
+                wait = min(backoff, self.interval_s)
+                backoff *= 2
+            else:
+                wait, backoff = self.interval_s, 1.0
+            if rounds is not None and done >= rounds:
+                break
+            stop.wait(wait)

@@ -1,0 +1,295 @@
+"""The controller's durable state, in SQLite by default and in any database SQLAlchemy reaches
+(PostgreSQL with a `postgresql://` URL): the ledger of runs, every round's plan with each
+decision and its reason, and every action applied with its outcome.
+
+The ledger is kept as *runs*: a run is one stretch a workload ran, keyed by (workload, the
+time it started), with its budget, GPUs and whether it is charged. A run is written the first
+time a round sees it running (from the cluster's own start time, so nothing before the first
+sighting is lost) and closed when it is seen ended (at the end time the cluster reports, or
+at the time alloc stopped it, or else at the first round that no longer sees it). Every write
+is keyed and idempotent, so a controller killed at any moment and restarted neither loses a
+charge nor charges anything twice: it re-reads the cluster and carries on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Engine,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    and_,
+    create_engine,
+    func,
+    insert,
+    select,
+    update,
+)
+
+from alloc.adapters.base import ApplyReport
+from alloc.domain import BudgetPath, Plan, WorkloadId
+
+metadata = MetaData()
+runs = Table(
+    "runs",
+    metadata,
+    Column("workload", String(200), primary_key=True),
+    Column("started_s", Float, primary_key=True),
+    Column("budget", String(1000), nullable=True),
+    Column("gpus", Integer, nullable=False),
+    Column("charged", Boolean, nullable=False),
+    Column("ended_s", Float, nullable=True, index=True),
+)
+rounds = Table(
+    "rounds",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at_s", Float, nullable=False, index=True),
+    Column("solver", String(20), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("objective", Float, nullable=False),
+    Column("gap", Float, nullable=True),
+    Column("solve_seconds", Float, nullable=False),
+    Column("note", String(2000), nullable=False),
+    Column("applied_s", Float, nullable=True),  # None: planned, not (yet) applied
+)
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("round_id", Integer, ForeignKey("rounds.id"), primary_key=True),
+    Column("workload", String(200), primary_key=True),
+    Column("action", String(20), nullable=False),
+    Column("occupancy", String(20), nullable=False),
+    Column("reason", String(40), nullable=False),
+    Column("hosts", JSON, nullable=False),
+)
+actions = Table(
+    "actions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("round_id", Integer, ForeignKey("rounds.id"), nullable=False, index=True),
+    Column("workload", String(200), nullable=False),
+    Column("action", String(20), nullable=False),
+    Column("ok", Boolean, nullable=False),
+    Column("detail", String(2000), nullable=False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    workload: WorkloadId
+    started_s: float
+    budget: BudgetPath | None
+    gpus: int
+    charged: bool
+    ended_s: float | None = None
+
+    @property
+    def key(self) -> tuple[str, float]:
+        return (self.workload, self.started_s)
+
+
+class StateStore:
+    def __init__(self, url: str = "sqlite:///:memory:") -> None:
+        self.url = url
+        self.engine: Engine = create_engine(url)
+        metadata.create_all(self.engine)
+
+    # the ledger
+
+    def observe(
+        self, now_s: float, running: Iterable[Run], ended: Iterable[Run] = ()
+    ) -> tuple[int, int]:
+        """One round's sighting, in one transaction: runs seen running are opened if new;
+        runs the cluster reports ended are written closed (or closed if open); open runs seen
+        neither way are closed at `now_s`. (opened, closed)."""
+        running = list(running)
+        ended_by = {r.key: r for r in ended}
+        seen = {r.key for r in running}
+        opened = closed = 0
+        with self.engine.begin() as db:
+            known = {
+                (w, s): e
+                for w, s, e in db.execute(select(runs.c.workload, runs.c.started_s, runs.c.ended_s))
+            }
+            for r in running:
+                if r.key not in known:
+                    db.execute(insert(runs).values(_row(r, None)))
+                    opened += 1
+            for key, r in ended_by.items():
+                if key not in known:
+                    db.execute(insert(runs).values(_row(r, r.ended_s)))
+                    closed += 1
+                elif known[key] is None and key not in seen:
+                    closed += _close(db, key, r.ended_s if r.ended_s is not None else now_s)
+            for key, end in known.items():
+                # a sighting older than the run cannot know it (a clock going back)
+                if end is None and key not in seen and key not in ended_by and now_s >= key[1]:
+                    closed += _close(db, key, now_s)
+        return opened, closed
+
+    def close_run(self, workload: WorkloadId, started_s: float, ended_s: float) -> bool:
+        """Close one open run (alloc stopped it); False when it was not open."""
+        with self.engine.begin() as db:
+            return bool(_close(db, (workload, started_s), ended_s))
+
+    def runs(self) -> list[Run]:
+        with self.engine.connect() as db:
+            rows = db.execute(select(runs).order_by(runs.c.started_s, runs.c.workload))
+            return [_run(row) for row in rows]
+
+    def open_runs(self) -> list[Run]:
+        return [r for r in self.runs() if r.ended_s is None]
+
+    def window_gpu_hours(self, now_s: float, lookback_s: float) -> dict[BudgetPath, float]:
+        """Charged GPU-hours per budget path (its own) in [now - lookback, now]; open runs
+        count up to now."""
+        start = now_s - lookback_s
+        end = func.coalesce(runs.c.ended_s, now_s)
+        upper = func.min(end, now_s) if self._sqlite else func.least(end, now_s)
+        lower = (
+            func.max(runs.c.started_s, start)
+            if self._sqlite
+            else func.greatest(runs.c.started_s, start)
+        )
+        query = (
+            select(runs.c.budget, func.sum(runs.c.gpus * (upper - lower)))
+            .where(
+                and_(
+                    runs.c.charged,
+                    runs.c.budget.is_not(None),
+                    end > start,
+                    runs.c.started_s < now_s,
+                )
+            )
+            .group_by(runs.c.budget)
+        )
+        with self.engine.connect() as db:
+            return {BudgetPath(b): s / 3600.0 for b, s in db.execute(query) if s and s > 1e-9}
+
+    @property
+    def _sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    # rounds
+
+    def record_plan(self, at_s: float, plan: Plan) -> int:
+        """The plan with every decision, before anything of it is applied (write-ahead)."""
+        r = plan.report
+        with self.engine.begin() as db:
+            inserted = db.execute(
+                insert(rounds).values(
+                    at_s=at_s,
+                    solver=r.solver,
+                    status=r.status,
+                    objective=r.objective,
+                    gap=r.gap,
+                    solve_seconds=r.solve_seconds,
+                    note=r.note[:2000],
+                )
+            ).inserted_primary_key
+            assert inserted is not None
+            round_id = int(inserted[0])
+            rows = [
+                dict(
+                    round_id=round_id,
+                    workload=d.workload,
+                    action=d.action.value,
+                    occupancy=d.occupancy.value,
+                    reason=d.reason.value,
+                    hosts={str(h): g for h, g in d.hosts.items()},
+                )
+                for d in plan.decisions
+            ]
+            if rows:
+                db.execute(insert(decisions), rows)
+        return int(round_id)
+
+    def record_apply(self, round_id: int, applied_s: float, report: ApplyReport) -> None:
+        rows = [
+            dict(
+                round_id=round_id,
+                workload=a.workload,
+                action=a.action.value,
+                ok=a.ok,
+                detail=a.detail[:2000],
+            )
+            for a in report.results
+        ] + [
+            dict(
+                round_id=round_id,
+                workload=f"host:{h.host}",
+                action="drained",
+                ok=h.ok,
+                detail=h.detail[:2000],
+            )
+            for h in report.hosts
+        ]
+        with self.engine.begin() as db:
+            if rows:
+                db.execute(insert(actions), rows)
+            db.execute(update(rounds).where(rounds.c.id == round_id).values(applied_s=applied_s))
+
+    def rounds(self, last: int = 20) -> list[Mapping[str, object]]:
+        with self.engine.connect() as db:
+            rows = db.execute(select(rounds).order_by(rounds.c.id.desc()).limit(last))
+            return [dict(r._mapping) for r in rows]
+
+    def decisions_of(self, round_id: int) -> list[Mapping[str, object]]:
+        with self.engine.connect() as db:
+            rows = db.execute(select(decisions).where(decisions.c.round_id == round_id))
+            return [dict(r._mapping) for r in rows]
+
+    def actions_of(self, round_id: int) -> list[Mapping[str, object]]:
+        with self.engine.connect() as db:
+            rows = db.execute(select(actions).where(actions.c.round_id == round_id))
+            return [dict(r._mapping) for r in rows]
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _row(r: Run, ended_s: float | None) -> dict[str, object]:
+    return dict(
+        workload=r.workload,
+        started_s=r.started_s,
+        budget=r.budget,
+        gpus=r.gpus,
+        charged=r.charged,
+        ended_s=ended_s,
+    )
+
+
+def _run(row: object) -> Run:
+    m = row._mapping  # type: ignore[attr-defined]
+    return Run(
+        WorkloadId(m["workload"]),
+        m["started_s"],
+        m["budget"],
+        m["gpus"],
+        m["charged"],
+        m["ended_s"],
+    )
+
+
+def _close(db: object, key: tuple[str, float], ended_s: float) -> int:
+    workload, started_s = key
+    result = db.execute(  # type: ignore[attr-defined]
+        update(runs)
+        .where(
+            and_(
+                runs.c.workload == workload, runs.c.started_s == started_s, runs.c.ended_s.is_(None)
+            )
+        )
+        .values(ended_s=max(ended_s, started_s))
+    )
+    return int(result.rowcount)

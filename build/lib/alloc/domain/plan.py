@@ -1,0 +1,107 @@
+"""A round's answer: one decision per workload, the drains completed, the solver's report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from types import MappingProxyType
+
+from alloc.domain.ids import HostName, WorkloadId
+
+
+class Action(StrEnum):
+    START = "start"
+    KEEP = "keep"
+    PREEMPT = "preempt"
+    WAIT = "wait"
+
+    @property
+    def holds_gpus(self) -> bool:
+        return self in (Action.START, Action.KEEP)
+
+
+class Occupancy(StrEnum):
+    ALLOCATED = "allocated"  # charged to its budget, protected for its minimum runtime
+    UNALLOCATED = "unallocated"  # free of charge, never protected, displaced at once
+
+
+class Reason(StrEnum):
+    # start / keep
+    UNDER_ALLOCATION = "under_allocation"  # within its budget node's entitlement this round
+    OVER_ALLOCATION = "over_allocation"  # beyond its entitlement, on capacity nobody entitled needs
+    PROTECTED = "protected"  # inside its minimum runtime
+    UNALLOCATED_FILL = "unallocated_fill"  # minimum runtime 0: free, on otherwise idle GPUs
+    UNFUNDED = "unfunded"  # no budget behind it: runs (or waits) as unallocated work
+    # preempt
+    UNALLOCATED_DISPLACED = "unallocated_displaced"  # allocated work needed its GPUs
+    REBALANCED = "rebalanced"  # past its minimum runtime and over its entitlement
+    MAKE_ROOM = "make_room"  # past its minimum runtime; room for entitled work ranked ahead
+    HOST_DRAINING = "host_draining"  # its host is unhealthy or retired
+    HOST_MAINTENANCE = "host_maintenance"  # its host went to maintenance under it
+    # wait
+    NO_ROOM = "no_room"  # no place fits it this round
+    TOPOLOGY = "topology"  # enough GPUs, but not inside one block
+    GPU_TYPE = "gpu_type"  # no ready host of the requested type has room
+    TOO_LARGE = "too_large"  # larger than every ready place it could ever have
+    RESERVED = "reserved"  # the room that fits it is held back for a blocked gang (round.md 8)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    workload: WorkloadId
+    action: Action
+    occupancy: Occupancy
+    reason: Reason
+    hosts: Mapping[HostName, int] = field(default_factory=lambda: MappingProxyType({}))
+    protected_until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.hosts, MappingProxyType):
+            object.__setattr__(self, "hosts", MappingProxyType(dict(self.hosts)))
+
+    @property
+    def gpus_held(self) -> int:
+        return sum(self.hosts.values()) if self.action.holds_gpus else 0
+
+
+@dataclass(frozen=True, slots=True)
+class SolverReport:
+    solver: str  # milp | greedy
+    status: str  # optimal | feasible | fallback
+    objective: float
+    bound: float | None
+    gap: float | None
+    solve_seconds: float
+    note: str = ""  # e.g. why the fallback answered
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Hosts held back this round for a gang that protected work keeps from starting: no
+    allocated work starts on them; `ready_at` is when their last protected work ends."""
+
+    workload: WorkloadId
+    hosts: tuple[HostName, ...]
+    ready_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    now: datetime
+    report: SolverReport
+    decisions: tuple[Decision, ...]
+    drained_hosts: tuple[HostName, ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    reservations: tuple[Reservation, ...] = ()
+    by_workload: Mapping[WorkloadId, Decision] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
+        object.__setattr__(
+            self, "by_workload", MappingProxyType({d.workload: d for d in self.decisions})
+        )
+
+    def decision(self, workload: WorkloadId) -> Decision:
+        return self.by_workload[workload]

@@ -1,0 +1,330 @@
+"""`alloc explain`: why a workload starts, waits or is preempted, the ratios along its budget
+path, and what would have to change. Pure: snapshot and plan in, sentences out."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from alloc.domain import (
+    HOUR_S,
+    Action,
+    Decision,
+    Occupancy,
+    Plan,
+    Reason,
+    Snapshot,
+    WorkloadId,
+    path_prefixes,
+)
+from alloc.io.durations import format_time
+from alloc.policy.weights import Tier
+from alloc.solve.context import RoundContext, round_context
+
+REASON_TEXT = {
+    Reason.UNDER_ALLOCATION: "its budget node is within its entitlement for this round",
+    Reason.OVER_ALLOCATION: "its budget node is beyond its entitlement for this round",
+    Reason.PROTECTED: "it is inside its minimum runtime, so nothing may preempt it",
+    Reason.UNALLOCATED_FILL: "minimum runtime 0: it runs free of charge on GPUs nobody "
+    "entitled needs, and yields at once when they do",
+    Reason.UNFUNDED: "it has no budget behind it, so it runs as unallocated work: free, "
+    "never protected, first to yield",
+    Reason.UNALLOCATED_DISPLACED: "it is unallocated work and allocated work needed its GPUs",
+    Reason.REBALANCED: "it is past its minimum runtime and its budget node is beyond its "
+    "entitlement, so it yields to work that is entitled",
+    Reason.MAKE_ROOM: "it is past its minimum runtime and entitled work ranked ahead of it in "
+    "the fair-share order (such as a gang) needed its place",
+    Reason.HOST_DRAINING: "its host is draining (unhealthy or retired) and its protection is over",
+    Reason.HOST_MAINTENANCE: "its host went into maintenance under it",
+    Reason.NO_ROOM: "no place fits it this round",
+    Reason.TOPOLOGY: "there are enough free GPUs, but not inside one network block",
+    Reason.GPU_TYPE: "no host in the cluster has the GPU type it asks for",
+    Reason.TOO_LARGE: "it is larger than anything the ready cluster can ever give it",
+    Reason.RESERVED: "the room that fits it is held back for a gang that protected work keeps "
+    "from starting (a reservation; models/round.md, section 8)",
+}
+
+
+@dataclass
+class Explanation:
+    headline: str
+    facts: list[str] = field(default_factory=list)
+    path: list[str] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)
+    change: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [self.headline, ""]
+        for title, items in (
+            ("Contract", self.facts),
+            ("Fair share along its budget path", self.path),
+            ("Why", self.why),
+            ("What would have to change", self.change),
+        ):
+            if items:
+                out.append(f"{title}:")
+                out += [f"  {line}" for line in items]
+        return out
+
+
+def explain(
+    snapshot: Snapshot, plan: Plan, workload: str, ctx: RoundContext | None = None
+) -> Explanation:
+    ctx = ctx or round_context(snapshot)
+    wid = WorkloadId(workload)
+    d = plan.decision(wid)
+    w = snapshot.by_id[wid]
+    s = ctx.standings[wid]
+    where = f" on {_hosts(d)}" if d.action.holds_gpus else ""
+    e = Explanation(f"{wid}: {d.action.value}{where} ({d.reason.value}): {REASON_TEXT[d.reason]}.")
+    e.facts.append(
+        f"{w.gpus} GPU{'s' if w.gpus != 1 else ''}, "
+        f"minimum runtime {w.min_runtime_s / HOUR_S:g} h, "
+        f"{'resumable' if w.resumable else 'not resumable'}, priority {w.priority}, "
+        f"topology {w.topology.value}" + (f", GPU type {w.gpu_type}" if w.gpu_type else "")
+    )
+    if not s.funded:
+        e.facts.append("unfunded: no budget node with a share above zero pays for it")
+    e.facts.append(
+        f"occupancy: {s.occupancy.value}"
+        + (" (minimum runtime 0)" if s.funded and w.min_runtime_s == 0 else "")
+    )
+    if w.started is not None:
+        ran = (snapshot.now - w.started).total_seconds() / HOUR_S
+        e.facts.append(f"running since {format_time(w.started)} ({ran:.2f} h)")
+    if d.protected_until is not None:
+        e.facts.append(f"protected until {format_time(d.protected_until)}")
+    if w.budget:
+        e.path = _path(ctx, w.budget)
+    e.why = _why(ctx, plan, wid, d)
+    e.change = _change(ctx, plan, wid, d)
+    return e
+
+
+def _hosts(d: Decision) -> str:
+    items = list(d.hosts.items())
+    text = ", ".join(f"{h}:{g}" for h, g in items[:6])
+    return text + (f" (+{len(items) - 6} more hosts)" if len(items) > 6 else "")
+
+
+def _ratio(r: float) -> str:
+    return "inf" if math.isinf(r) else f"{r:.3f}"
+
+
+def _path(ctx: RoundContext, budget: str) -> list[str]:
+    tree = ctx.snapshot.budgets
+    share = ctx.share
+    lines = [
+        f"window capacity {share.capacity_gpu_hours:,.0f} GPU-h over "
+        f"{ctx.snapshot.policy.lookback_s / 86400:g} days; ratio = usage / "
+        "(effective allocation x capacity); lower goes first, level by level"
+    ]
+    for p in path_prefixes(budget):  # type: ignore[arg-type]
+        parent = p.rsplit("/", 1)[0] if "/" in p else ""
+        siblings = sorted(tree.children(parent), key=lambda c: share.ratios[c])  # type: ignore
+        rank = siblings.index(p) + 1
+        # The siblings just ahead of it and just behind it (lower ratio goes first).
+        near = [c for c in siblings[max(0, rank - 4) : rank + 2] if c != p]
+        others = ", ".join(f"{c.rsplit('/', 1)[-1]} {_ratio(share.ratios[c])}" for c in near)
+        if len(siblings) - 1 > len(near):
+            others += f"; {len(siblings) - 1 - len(near)} more"
+        lines.append(
+            f"{p}: share {tree.node(p).share:.1%} of its parent, effective "
+            f"{tree.effective_allocation(p):.2%}, usage {share.usage_gpu_hours[p]:,.0f} GPU-h, "
+            f"ratio {_ratio(share.ratios[p])}, {rank} of {len(siblings)} among its siblings"
+            + (f" ({others})" if others else "")
+        )
+        alone = tree.effective_allocation(p) * ctx.snapshot.cluster.ready_gpus
+        lines.append(
+            f"  entitled to {share.entitlement_gpus.get(p, 0)} GPUs this round "
+            f"(its allocation alone: {alone:.0f})"
+        )
+    return lines
+
+
+def _held_by_node(plan: Plan, snapshot: Snapshot, node: str) -> int:
+    total = 0
+    for d in plan.decisions:
+        w = snapshot.by_id[d.workload]
+        if (
+            d.occupancy is Occupancy.ALLOCATED
+            and w.budget
+            and (w.budget == node or w.budget.startswith(node + "/"))
+        ):
+            total += d.gpus_held
+    return total
+
+
+def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[str]:
+    out: list[str] = []
+    snapshot = ctx.snapshot
+    w = snapshot.by_id[wid]
+    if wid in ctx.share.rank:
+        rank = ctx.share.rank[wid]
+        tier = ctx.tier(wid)
+        out.append(
+            f"fair-share order: {rank + 1} of {len(ctx.share.order)} allocated candidates; "
+            f"{'inside' if tier is Tier.ENTITLED else 'beyond'} the ready capacity "
+            f"({'entitled' if tier is Tier.ENTITLED else 'not entitled'} this round)"
+        )
+        at = ctx.share.grant_ratios.get(wid)
+        if at:
+            out.append(
+                "projected ratios when its turn came (window usage plus this round's grants "
+                "before it, top level first): " + ", ".join(_ratio(r) for r in at)
+            )
+    if w.budget and d.occupancy is Occupancy.ALLOCATED:
+        held = _held_by_node(plan, snapshot, w.budget)
+        out.append(
+            f"{w.budget} holds {held} allocated GPUs after this round; its entitlement "
+            f"is {ctx.share.entitlement_gpus.get(w.budget, 0)}"
+        )
+    if d.occupancy is Occupancy.UNALLOCATED and d.action is Action.WAIT:
+        idle = int(_free_after(ctx, plan).sum())
+        out.append(
+            f"unallocated work only takes GPUs that no allocated workload can use; "
+            f"{idle} ready GPUs are idle after this round"
+        )
+    if d.action is Action.PREEMPT:
+        taken = _taken_by(plan, snapshot, wid)
+        if taken:
+            out.append("its GPUs go to: " + ", ".join(taken))
+    return out
+
+
+def _taken_by(plan: Plan, snapshot: Snapshot, wid: WorkloadId) -> list[str]:
+    hosts = set(snapshot.by_id[wid].hosts)
+    return [
+        f"{d.workload} ({d.reason.value})"
+        for d in plan.decisions
+        if d.action is Action.START and hosts & set(d.hosts)
+    ][:10]
+
+
+def _free_after(ctx: RoundContext, plan: Plan) -> np.ndarray:
+    used = np.zeros(ctx.hosts.count, np.int64)
+    for d in plan.decisions:
+        if d.action.holds_gpus:
+            for h, g in d.hosts.items():
+                used[ctx.hosts.index[h]] += g
+    return np.where(ctx.hosts.ready, np.maximum(ctx.hosts.cap - used, 0), 0)
+
+
+def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[str]:
+    if d.action is not Action.WAIT:
+        return []
+    w = ctx.snapshot.by_id[wid]
+    shape = ctx.unreserved_shapes.get(wid, ctx.shapes[wid])
+    hosts = ctx.hosts
+    held = _reservation_lines(plan, wid)
+    if d.reason is Reason.RESERVED:
+        return held
+    if d.reason is Reason.GPU_TYPE:
+        return [f"a ready host with GPU type {w.gpu_type} (types here: {', '.join(hosts.types)})"]
+    if d.reason is Reason.TOO_LARGE:
+        ready = int(np.where(shape.allowed, hosts.cap, 0).sum())
+        return [
+            f"the ready cluster offers {ready} GPUs it may use; ask for fewer GPUs or "
+            "topology any, or wait for hosts to come back"
+        ]
+    free = _free_after(ctx, plan)
+    out = []
+    if shape.single:
+        best = int(free[shape.allowed].max()) if shape.allowed.any() else 0
+        out.append(f"{w.gpus} GPUs free on one host; the most free on a host it may use is {best}")
+    else:
+        need = shape.hosts_needed(int(hosts.cap[shape.allowed].max()))
+        whole = shape.allowed & (free == hosts.cap)
+        per_block = np.bincount(hosts.block_of[whole], minlength=len(hosts.blocks))
+        scope = "in one block" if shape.block else "anywhere"
+        best = int(per_block.max()) if shape.block else int(whole.sum())
+        out.append(f"{need} whole free hosts {scope}; the best it has now is {best}")
+    when = _earliest(ctx, plan, wid)
+    if when is not None:
+        out.append(
+            f"room of that shape frees at the earliest at {format_time(when)}, when the "
+            "protection of the work there ends (work still entitled then keeps running)"
+        )
+    else:
+        out.append(
+            "every place of that shape is held, at least in part, by work past its protection "
+            "that ranks ahead of it this round: it starts when such work ends, or when its "
+            "own node moves ahead in the fair-share order"
+        )
+    if d.reason is Reason.OVER_ALLOCATION and w.budget:
+        out.append(
+            f"or {w.budget} drops back within its entitlement: its ratio must fall below "
+            "those of the nodes ahead of it (their work is entitled first)"
+        )
+    if d.reason is Reason.TOPOLOGY:
+        out.append("or the workload accepts topology any")
+    return held + out
+
+
+def _reservation_lines(plan: Plan, wid: WorkloadId) -> list[str]:
+    """What the plan's reservations mean for `wid`: its own, or the ones in its way."""
+    w = plan.decision(wid)
+    out = []
+    for r in plan.reservations:
+        names = ", ".join(r.hosts)
+        when = format_time(r.ready_at)
+        if r.workload == wid:
+            out.append(
+                f"hosts {names} are reserved for it: no other allocated work starts there, and "
+                f"their protected work ends by {when}, when it can start"
+            )
+        elif w.reason is Reason.RESERVED:
+            out.append(
+                f"hosts {names} are reserved for {r.workload} until it starts (its room frees "
+                f"by {when}); it starts elsewhere when room of its shape frees there"
+            )
+    return out
+
+
+def _earliest(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> datetime | None:
+    """The soonest time at which protection ends on enough hosts for the workload to fit; None
+    when every place it could have is held, at least in part, by work without an end in sight
+    (past its protection but ranked ahead of it this round, or unallocated work in the way of
+    unallocated work)."""
+    snapshot = ctx.snapshot
+    shape = ctx.unreserved_shapes.get(wid, ctx.shapes[wid])
+    hosts = ctx.hosts
+    allocated = ctx.standings[wid].occupancy is Occupancy.ALLOCATED
+    release = np.zeros(hosts.count)  # seconds until every holder on the host may yield
+    for d in plan.decisions:
+        if not d.action.holds_gpus:
+            continue
+        if d.protected_until is not None and d.protected_until > snapshot.now:
+            wait = (d.protected_until - snapshot.now).total_seconds()
+        elif allocated and d.occupancy is Occupancy.UNALLOCATED:
+            wait = 0.0  # unallocated work yields to allocated work at once
+        else:
+            wait = math.inf
+        for h in d.hosts:
+            i = hosts.index[h]
+            release[i] = max(release[i], wait)
+    candidates = np.flatnonzero(shape.allowed)
+    if len(candidates) == 0:
+        return None
+    if shape.single:
+        seconds = float(release[candidates].min())
+    else:
+        need = shape.hosts_needed(int(hosts.cap[candidates].max()))
+        seconds = math.inf
+        groups = (
+            [
+                candidates[hosts.block_of[candidates] == b]
+                for b in np.unique(hosts.block_of[candidates])
+            ]
+            if shape.block
+            else [candidates]
+        )
+        for group in groups:
+            if len(group) >= need:
+                seconds = min(seconds, float(np.sort(release[group])[need - 1]))
+    if math.isinf(seconds):
+        return None
+    return snapshot.now + timedelta(seconds=seconds)

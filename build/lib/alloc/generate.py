@@ -1,0 +1,256 @@
+"""A seeded generator of instances shaped like a research lab (`alloc generate`, benchmarks).
+
+Builds a cluster of blocks of hosts, a budget tree with a given number of nodes per level,
+usage over the window spread around each leaf's allocation, running work (some protected,
+some past its minimum runtime, some unallocated) packed onto the hosts, and a queue that
+brings total demand to a multiple of the cluster.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from alloc.domain import (
+    HOUR_S,
+    BudgetNode,
+    BudgetPath,
+    BudgetTree,
+    Cluster,
+    Host,
+    HostName,
+    HostState,
+    Policy,
+    Snapshot,
+    Topology,
+    Workload,
+    WorkloadId,
+)
+
+PROGRAM_NAMES = ("nlp", "vision", "robotics", "science", "speech", "safety", "systems", "bio")
+DEFAULT_SIZES = {
+    1: 0.22,
+    2: 0.1,
+    4: 0.14,
+    8: 0.22,
+    16: 0.12,
+    32: 0.1,
+    64: 0.06,
+    128: 0.03,
+    256: 0.01,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratorSpec:
+    hosts: int = 128
+    gpus_per_host: int = 8
+    hosts_per_block: int = 32
+    hosts_per_rack: int = 4
+    gpu_type: str = "h100"
+    levels: tuple[int, ...] = (4, 15, 150)  # budget nodes per level below the root
+    demand: float = 2.5  # total GPUs asked for (running + queued) / ready GPUs
+    sizes: dict[int, float] = field(default_factory=lambda: dict(DEFAULT_SIZES))
+    cap_sizes: bool = True  # drop sizes above a quarter of the ready GPUs
+    running: float = 0.9  # fraction of ready GPUs held by running work
+    protected: float = 0.5  # of running allocated work, the fraction inside its minimum runtime
+    unallocated: float = 0.15  # fraction of workloads with minimum runtime 0
+    unfunded: float = 0.02  # fraction of workloads with no budget
+    debug: float = 0.15  # fraction of small workloads that are debug work (<= 15 minutes)
+    unhealthy: float = 0.0  # fraction of hosts draining
+    block_topology: float = 0.8  # fraction of multi-host gangs asking for one block
+    seed: int = 1
+    now: datetime = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    name: str = "generated"
+
+
+def generate(spec: GeneratorSpec, policy: Policy | None = None) -> Snapshot:
+    rng = random.Random(spec.seed)
+    policy = policy or Policy()
+    cluster = _cluster(spec, rng)
+    tree = _tree(spec, rng)
+    leaves = tree.leaves()
+    capacity_h = cluster.ready_gpus * policy.lookback_s / HOUR_S
+    usage = {
+        leaf: round(
+            tree.effective_allocation(leaf) * capacity_h * 0.85 * rng.lognormvariate(0, 0.4)
+        )
+        for leaf in leaves
+    }
+    sizes = spec.sizes
+    if spec.cap_sizes:  # keep every workload within a quarter of the cluster
+        largest = max(1, cluster.ready_gpus // 4)
+        sizes = {g: p for g, p in spec.sizes.items() if g <= largest} or {1: 1.0}
+    weights = [tree.effective_allocation(leaf) for leaf in leaves]
+    workloads: list[Workload] = []
+    packer = _Packer(cluster, spec.gpus_per_host)
+    running_target = spec.running * cluster.ready_gpus
+    held = 0
+    failures = 0
+    while held < running_target and failures < 50:
+        w = _workload(spec, rng, len(workloads), leaves, weights, sizes, policy)
+        placed = packer.pack(w)
+        if placed is None:
+            failures += 1
+            continue
+        started = _started(spec, rng, w)
+        submitted = started - timedelta(seconds=rng.randrange(0, 7200))
+        w = _replace(w, started=started, hosts=placed, submitted=submitted)
+        workloads.append(w)
+        held += w.gpus
+    demand_target = spec.demand * cluster.ready_gpus
+    total = sum(w.gpus for w in workloads)
+    while total < demand_target:
+        w = _workload(spec, rng, len(workloads), leaves, weights, sizes, policy)
+        workloads.append(w)
+        total += w.gpus
+    return Snapshot(
+        now=spec.now,
+        policy=policy,
+        cluster=cluster,
+        budgets=tree,
+        usage_gpu_hours={BudgetPath(k): v for k, v in usage.items()},
+        workloads=tuple(workloads),
+    )
+
+
+def _cluster(spec: GeneratorSpec, rng: random.Random) -> Cluster:
+    width = max(3, len(str(spec.hosts)))
+    hosts = []
+    for i in range(spec.hosts):
+        state = HostState.UNHEALTHY if rng.random() < spec.unhealthy else HostState.READY
+        hosts.append(
+            Host(
+                name=HostName(f"h{i + 1:0{width}d}"),
+                gpus=spec.gpus_per_host,
+                gpu_type=spec.gpu_type,
+                block=f"h-b{i // spec.hosts_per_block + 1}",
+                rack=f"h-r{i // spec.hosts_per_rack + 1}",
+                state=state,
+            )
+        )
+    return Cluster(spec.name, tuple(hosts))
+
+
+def _tree(spec: GeneratorSpec, rng: random.Random) -> BudgetTree:
+    def names(level: int, count: int, parent: str) -> list[str]:
+        if level == 0:
+            return [
+                PROGRAM_NAMES[i] if i < len(PROGRAM_NAMES) else f"p{i + 1}" for i in range(count)
+            ]
+        prefix = "team" if level == 1 else "r"
+        return [f"{prefix}{i + 1}" for i in range(count)]
+
+    def build(level: int, count: int, parent: str) -> list[BudgetNode]:
+        shares = [rng.uniform(0.5, 1.5) for _ in range(count)]
+        total = sum(shares)
+        percent = [math.floor(1000 * s / total) / 10 for s in shares]
+        kids_of = (
+            _split(spec.levels[level + 1], count, rng)
+            if level + 1 < len(spec.levels)
+            else [0] * count
+        )
+        out = []
+        for name, share, kids in zip(names(level, count, parent), percent, kids_of, strict=True):
+            children = tuple(build(level + 1, kids, name)) if kids else ()
+            out.append(
+                BudgetNode(name, share / 100, (f"pm-{name}",) if level == 0 else (), children)
+            )
+        return out
+
+    return BudgetTree(
+        BudgetNode("institute", 1.0, ("director",), tuple(build(0, spec.levels[0], "")))
+    )
+
+
+def _split(total: int, parts: int, rng: random.Random) -> list[int]:
+    """Spread `total` children over `parts` parents, at least one each."""
+    counts = [1] * parts
+    for _ in range(max(0, total - parts)):
+        counts[rng.randrange(parts)] += 1
+    return counts
+
+
+def _workload(
+    spec: GeneratorSpec,
+    rng: random.Random,
+    n: int,
+    leaves: tuple[BudgetPath, ...],
+    weights: list[float],
+    sizes: dict[int, float],
+    policy: Policy,
+) -> Workload:
+    gpus = rng.choices(list(sizes), weights=list(sizes.values()))[0]
+    unfunded = rng.random() < spec.unfunded
+    budget = None if unfunded else rng.choices(leaves, weights=weights)[0]
+    if rng.random() < spec.unallocated:
+        min_runtime = 0.0
+    elif gpus <= 8 and rng.random() < spec.debug:
+        min_runtime = rng.choice((5, 10, 15)) * 60.0
+    else:
+        min_runtime = min(policy.max_min_runtime_s, rng.choice((1, 2, 4, 6, 8)) * HOUR_S)
+    multi = gpus > spec.gpus_per_host
+    topology = Topology.BLOCK if multi and rng.random() < spec.block_topology else Topology.ANY
+    return Workload(
+        id=WorkloadId(f"w{n + 1:05d}"),
+        budget=budget,
+        gpus=gpus,
+        min_runtime_s=min_runtime,
+        submitted=spec.now - timedelta(seconds=rng.randrange(0, 48 * 3600)),
+        resumable=rng.random() < 0.8,
+        priority=rng.choice((0, 0, 0, 0, 1, 2)),
+        topology=topology,
+    )
+
+
+def _started(spec: GeneratorSpec, rng: random.Random, w: Workload) -> datetime:
+    protected = w.min_runtime_s > 0 and w.budget is not None and rng.random() < spec.protected
+    if protected:
+        return spec.now - timedelta(seconds=rng.randrange(0, int(w.min_runtime_s)))
+    return spec.now - timedelta(seconds=w.min_runtime_s + rng.randrange(60, int(24 * HOUR_S)))
+
+
+class _Packer:
+    """First fit of running work onto the generated cluster: one host, or whole hosts of one
+    block. Free GPUs only shrink, so a cursor per size finds the first fitting host."""
+
+    def __init__(self, cluster: Cluster, gpus_per_host: int) -> None:
+        self.hosts = [h for h in cluster.hosts if h.state is HostState.READY]
+        self.gpus_per_host = gpus_per_host
+        self.free = [h.gpus for h in self.hosts]
+        self.cursor: dict[int, int] = {}
+        self.whole: dict[str, list[int]] = {}
+        for i, h in enumerate(self.hosts):
+            self.whole.setdefault(h.block, []).append(i)
+
+    def pack(self, w: Workload) -> dict[HostName, int] | None:
+        if w.gpus <= self.gpus_per_host:
+            i = self.cursor.get(w.gpus, 0)
+            while i < len(self.hosts) and self.free[i] < w.gpus:
+                i += 1
+            self.cursor[w.gpus] = i
+            if i == len(self.hosts):
+                return None
+            self._take(i, w.gpus)
+            return {self.hosts[i].name: w.gpus}
+        need = -(-w.gpus // self.gpus_per_host)
+        for members in self.whole.values():
+            if len(members) >= need:
+                chosen = members[:need]
+                for i in list(chosen):
+                    self._take(i, self.free[i])
+                return {self.hosts[i].name: self.hosts[i].gpus for i in chosen}
+        return None
+
+    def _take(self, i: int, gpus: int) -> None:
+        if self.free[i] == self.hosts[i].gpus:
+            self.whole[self.hosts[i].block].remove(i)
+        self.free[i] -= gpus
+
+
+def _replace(w: Workload, **changes: object) -> Workload:
+    from dataclasses import replace
+
+    return replace(w, **changes)  # type: ignore[arg-type]

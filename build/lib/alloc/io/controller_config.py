@@ -1,0 +1,126 @@
+"""The controller's configuration file (`alloc controller run --config FILE`), validated like an
+instance: every error names the file, the line and the field.
+
+```yaml
+name: h100-west
+executor: slurm            # the cluster manager driven (slurm)
+interval: 60s              # a round at least this often (and on events)
+state: sqlite:///var/lib/alloc/state.db   # or postgresql://user@host/alloc (SQLAlchemy URL)
+policy: {solver: milp, time_limit: 10s}   # as in an instance
+budgets:                   # the allocation tree, as in an instance
+  name: lab
+  children:
+    - {name: nlp, share: 60%, owners: [pm-nlp]}
+    - {name: vision, share: 40%}
+slurm:
+  accounts: {nlp-acct: nlp, vision-acct: vision}   # Slurm account -> budget path
+  partitions: [gpu]        # managed partitions (default: all)
+  block_prefix: block-     # node feature naming its network block
+  rack_prefix: rack-
+  command_timeout: 10s
+  attempts: 3              # tries of a failing command, with backoff
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationError
+
+from alloc.domain import BudgetPath, BudgetTree, Policy
+from alloc.io.errors import InputError
+from alloc.io.instance import _budgets, _known_path, _Reporter, first_error, policy_from
+from alloc.io.schema import BudgetIn, Duration, Name, PolicyIn, _Strict
+from alloc.io.yaml_source import read_yaml
+
+
+class SlurmIn(_Strict):
+    accounts: dict[Name, Name] = {}
+    partitions: list[Name] = []
+    block_prefix: str = "block-"
+    rack_prefix: str = "rack-"
+    retire_reason: Name = "retire"
+    command_timeout: Duration = 10.0
+    attempts: Annotated[int, Field(ge=1, le=20, strict=True)] = 3
+
+
+class ControllerIn(_Strict):
+    name: Name = "alloc"
+    executor: Literal["slurm"] = "slurm"
+    interval: Duration = 60.0
+    state: Name = "sqlite:///alloc-state.db"
+    policy: PolicyIn = PolicyIn()
+    budgets: BudgetIn
+    slurm: SlurmIn = SlurmIn()
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmSettings:
+    accounts: dict[str, BudgetPath] = field(default_factory=dict)
+    partitions: tuple[str, ...] = ()
+    block_prefix: str = "block-"
+    rack_prefix: str = "rack-"
+    retire_reason: str = "retire"
+    command_timeout_s: float = 10.0
+    attempts: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    name: str
+    executor: str
+    interval_s: float
+    state_url: str
+    policy: Policy
+    budgets: BudgetTree
+    slurm: SlurmSettings
+    file: str = ""
+
+
+def load_controller_config(path: str | Path) -> ControllerSettings:
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(file, "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(file, "", f"cannot read the file: {exc}") from None
+    data, lines = read_yaml(text, file)
+    report = _Reporter(file, lines)
+    if not isinstance(data, dict):
+        raise report.error((), "a controller config is a mapping with budgets (and executor...)")
+    try:
+        raw = ControllerIn.model_validate(data)
+    except ValidationError as exc:
+        raise first_error(exc, report) from None
+    if raw.interval <= 0:
+        raise report.error(("interval",), "the controller needs an interval above 0, e.g. 60s")
+    tree = _budgets(raw.budgets, report)
+    accounts = {}
+    for account, budget in raw.slurm.accounts.items():
+        node = BudgetPath(budget.strip("/"))
+        if node not in tree or not node:
+            raise report.error(("slurm", "accounts", account), _known_path(budget, tree))
+        accounts[account] = node
+    s = raw.slurm
+    return ControllerSettings(
+        name=raw.name,
+        executor=raw.executor,
+        interval_s=raw.interval,
+        state_url=raw.state,
+        policy=policy_from(raw.policy),
+        budgets=tree,
+        slurm=SlurmSettings(
+            accounts,
+            tuple(s.partitions),
+            s.block_prefix,
+            s.rack_prefix,
+            s.retire_reason,
+            s.command_timeout,
+            s.attempts,
+        ),
+        file=file,
+    )

@@ -1,0 +1,134 @@
+"""Plan <-> JSON (SPEC.md, "Plan"). Reading a plan validates its shape, naming the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from alloc.domain import (
+    Action,
+    Decision,
+    HostName,
+    Occupancy,
+    Plan,
+    Reason,
+    Reservation,
+    SolverReport,
+    WorkloadId,
+)
+from alloc.io.durations import format_time
+from alloc.io.errors import InputError, field_path
+from alloc.io.schema import Time
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    r = plan.report
+    return {
+        "now": format_time(plan.now),
+        "solver": r.solver,
+        "status": r.status,
+        "objective": round(r.objective, 6),
+        "bound": None if r.bound is None else round(r.bound, 6),
+        "gap": None if r.gap is None else round(r.gap, 8),
+        "solve_seconds": round(r.solve_seconds, 4),
+        "note": r.note,
+        "decisions": [_decision(d) for d in plan.decisions],
+        "drained_hosts": list(plan.drained_hosts),
+        "reservations": [
+            {"workload": r.workload, "hosts": list(r.hosts), "ready_at": format_time(r.ready_at)}
+            for r in plan.reservations
+        ],
+        "metrics": {
+            k: (round(v, 6) if isinstance(v, float) else v) for k, v in plan.metrics.items()
+        },
+    }
+
+
+def _decision(d: Decision) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "workload": d.workload,
+        "action": d.action.value,
+        "occupancy": d.occupancy.value,
+    }
+    if d.action.holds_gpus:
+        out["hosts"] = dict(d.hosts)
+    if d.protected_until is not None:
+        out["protected_until"] = format_time(d.protected_until)
+    out["reason"] = d.reason.value
+    return out
+
+
+def dump_plan(plan: Plan) -> str:
+    return json.dumps(plan_to_dict(plan), indent=1) + "\n"
+
+
+class _DecisionIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    workload: str
+    action: Action
+    occupancy: Occupancy
+    hosts: dict[str, int] = {}
+    protected_until: Time | None = None
+    reason: Reason
+
+
+class _ReservationIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    workload: str
+    hosts: list[str]
+    ready_at: Time
+
+
+class _PlanIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    now: Time
+    solver: str = "unknown"
+    status: str = "unknown"
+    objective: float = 0.0
+    bound: float | None = None
+    gap: float | None = None
+    solve_seconds: float = 0.0
+    note: str = ""
+    decisions: list[_DecisionIn]
+    drained_hosts: list[str] = []
+    reservations: list[_ReservationIn] = []
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+def load_plan(path: str | Path) -> Plan:
+    file = str(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(file, "", "no such file") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(file, "", f"not valid JSON: {exc.msg}", exc.lineno) from None
+    try:
+        raw = _PlanIn.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(file, field_path(tuple(first["loc"])), first["msg"]) from None
+    decisions = tuple(
+        Decision(
+            WorkloadId(d.workload),
+            d.action,
+            d.occupancy,
+            d.reason,
+            {HostName(h): g for h, g in d.hosts.items()},
+            d.protected_until,
+        )
+        for d in raw.decisions
+    )
+    report = SolverReport(
+        raw.solver, raw.status, raw.objective, raw.bound, raw.gap, raw.solve_seconds, raw.note
+    )
+    metrics = {k: v for k, v in raw.metrics.items() if isinstance(v, int | float)}
+    reservations = tuple(
+        Reservation(WorkloadId(r.workload), tuple(HostName(h) for h in r.hosts), r.ready_at)
+        for r in raw.reservations
+    )
+    drained = tuple(HostName(h) for h in raw.drained_hosts)
+    return Plan(raw.now, report, decisions, drained, metrics, reservations)

@@ -1,0 +1,60 @@
+"""What-if scenarios: a YAML file with a `budgets:` tree and optionally `policy:` overrides and
+`usage:`, applied to a lab instance (SPEC.md, `alloc whatif --scenario`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from alloc.domain import Policy, Snapshot
+from alloc.io.errors import InputError
+from alloc.io.instance import _budgets, _Reporter, _usage, first_error, policy_from
+from alloc.io.schema import PolicyIn, ScenarioIn
+from alloc.io.yaml_source import read_yaml
+
+
+def load_scenario(path: str | Path, base: Snapshot) -> tuple[str, Snapshot]:
+    """The scenario's name (its `name:` or the file's stem) and the lab it makes."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(file, "", f"cannot read the file: {exc}") from None
+    data, lines = read_yaml(text, file)
+    report = _Reporter(file, lines)
+    if not isinstance(data, dict):
+        raise report.error((), "a scenario is a mapping with budgets (and policy, usage)")
+    try:
+        raw = ScenarioIn.model_validate(data)
+    except ValidationError as exc:
+        raise first_error(exc, report) from None
+    tree = _budgets(raw.budgets, report)
+    try:
+        policy = policy_from(PolicyIn.model_validate({**_as_input(base.policy), **raw.policy}))
+    except ValidationError as exc:
+        raise first_error(exc, report, ("policy",)) from None
+    if raw.usage is not None:
+        usage = _usage(raw.usage, tree, report)
+    else:
+        # The lab's usage carries over for the nodes the new tree still has.
+        usage = {p: h for p, h in base.usage_gpu_hours.items() if p in tree}
+    name = raw.name or Path(path).stem
+    return name, replace(base, budgets=tree, policy=policy, usage_gpu_hours=usage)
+
+
+def _as_input(p: Policy) -> dict[str, Any]:
+    return {
+        "lookback": p.lookback_s,
+        "max_min_runtime": p.max_min_runtime_s,
+        "solver": p.solver,
+        "time_limit": p.time_limit_s,
+        "threads": p.threads,
+        "seed": p.seed,
+        "mip_gap": p.mip_gap,
+        "backend": p.backend,
+        "fairshare_horizon": p.fairshare_horizon_s,
+        "checkpoint_interval": p.checkpoint_interval_s,
+    }

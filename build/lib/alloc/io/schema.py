@@ -1,0 +1,165 @@
+"""The instance file's shape (SPEC.md, "Instance"), as pydantic models: types, ranges, defaults.
+
+Cross-field rules (a budget path that exists, shares that fit, hosts that hold what runs on
+them) are checked afterwards in `alloc.io.instance`; `alloc schema` prints this as JSON Schema.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+from alloc.io.durations import parse_duration, parse_time
+
+
+def _share(value: object) -> float:
+    """A percentage of the parent's share: `35%` or `35` -> 0.35. A bare number between 0 and 1
+    is refused as ambiguous (0.5 would be half a percent, not half)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a percentage such as 35% or 35, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip().removesuffix("%").strip()
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(f"expected a percentage such as 35% or 35, got {value!r}") from None
+    elif isinstance(value, int | float):
+        number = float(value)
+        if 0 < number < 1:
+            raise ValueError(
+                f"ambiguous share {value!r}: write {number * 100:g}% for that "
+                f"fraction of the parent, or {number:g}% for that percentage"
+            )
+    else:
+        raise ValueError(f"expected a percentage such as 35% or 35, got {value!r}")
+    if not 0 <= number <= 100:
+        raise ValueError(f"a share is between 0% and 100% of the parent's, got {value!r}")
+    return number / 100
+
+
+_DURATION_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "pattern": r"^\s*(\d+(\.\d+)?\s*[smhdw]\s*)+$"},
+        {"type": "number", "minimum": 0},
+    ],
+    "description": "seconds, or a duration such as 90s, 15m, 8h, 7d, 1h30m",
+}
+_TIME_SCHEMA = {
+    "type": "string",
+    "format": "date-time",
+    "description": "ISO 8601 with a zone, e.g. 2026-11-30T12:00:00Z",
+}
+Duration = Annotated[float, BeforeValidator(parse_duration), WithJsonSchema(_DURATION_SCHEMA)]
+Time = Annotated[datetime, BeforeValidator(parse_time), WithJsonSchema(_TIME_SCHEMA)]
+Share = Annotated[
+    float,
+    BeforeValidator(_share),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%?\s*$"},
+                {"type": "number"},
+            ],
+            "description": "percent of the parent's share: 35% or 35",
+        }
+    ),
+]
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Gpus = Annotated[int, Field(gt=0, le=1_000_000, strict=True)]
+HostGpus = Annotated[int, Field(gt=0, le=4096, strict=True)]  # GPUs one host carries
+HostStateName = Literal["ready", "unhealthy", "retired", "maintenance"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class PolicyIn(_Strict):
+    lookback: Duration = 7 * 86400.0
+    max_min_runtime: Duration = 8 * 3600.0
+    solver: Literal["milp", "greedy"] = "milp"
+    time_limit: Duration = 10.0
+    threads: Annotated[int, Field(ge=1, le=256, strict=True)] = 2
+    seed: Annotated[int, Field(ge=0, strict=True)] = 0
+    mip_gap: Annotated[float, Field(ge=0, le=1)] = 0.001
+    backend: Literal["scip", "sat"] = "scip"
+    fairshare_horizon: Duration | None = None
+    checkpoint_interval: Duration = 3600.0
+
+
+class HostIn(_Strict):
+    name: Name
+    gpus: HostGpus
+    gpu_type: Name = "gpu"
+    block: Name | None = None
+    rack: Name | None = None
+    state: HostStateName = "ready"
+
+
+class HostGroupIn(_Strict):
+    prefix: Name
+    first: Annotated[int, Field(ge=0, strict=True)] = 1
+    count: Annotated[int, Field(gt=0, le=1_000_000, strict=True)]
+    gpus: HostGpus
+    gpu_type: Name = "gpu"
+    hosts_per_block: Annotated[int, Field(gt=0, strict=True)] | None = None
+    hosts_per_rack: Annotated[int, Field(gt=0, strict=True)] | None = None
+    block: Name | None = None
+    rack: Name | None = None
+    state: HostStateName = "ready"
+
+
+class ClusterIn(_Strict):
+    name: Name = "cluster"
+    hosts: list[HostIn] = []
+    host_groups: list[HostGroupIn] = []
+
+
+class BudgetIn(_Strict):
+    name: Name
+    share: Share | None = Field(default=None, json_schema_extra={"default": "100%"})
+    owners: list[Name] = []
+    children: list[BudgetIn] = []
+
+
+class WorkloadIn(_Strict):
+    id: Name
+    budget: str | None = None
+    gpus: Gpus
+    min_runtime: Duration  # required: every workload declares one (0 = unallocated)
+    resumable: bool = True
+    priority: Annotated[int, Field(strict=True, ge=-1_000_000, le=1_000_000)] = 0
+    topology: Literal["block", "any"] | None = None
+    gpu_type: Name | None = None
+    submitted: Time | None = None
+    started: Time | None = None
+    hosts: dict[Name, Gpus] | None = None
+    runtime: Duration | None = None  # work it still needs (simulation only)
+
+
+class InstanceIn(_Strict):
+    now: Time
+    policy: PolicyIn = PolicyIn()
+    cluster: ClusterIn
+    budgets: BudgetIn
+    usage: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = {}
+    usage_capacity_gpu_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    workloads: list[WorkloadIn] = []
+
+
+def json_schema() -> dict[str, Any]:
+    schema = InstanceIn.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "alloc instance"
+    return schema
+
+
+class ScenarioIn(_Strict):
+    """A what-if scenario: another budget tree, optionally policy overrides and usage."""
+
+    name: Name | None = None
+    budgets: BudgetIn
+    policy: dict[str, Any] = {}
+    usage: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = None

@@ -1,0 +1,183 @@
+"""metrics.json of one simulation (SPEC.md, "Simulation and what-if").
+
+- availability: ready GPU time / installed GPU time.
+- occupancy: GPU time held by work / ready GPU time, split allocated / unallocated; and the same
+  over the time in which a round had left queued work waiting that could start on the ready
+  cluster if it were empty (`occupancy_while_queued`: the seconds between an arrival and the
+  round that starts it do not count, nor work larger than every place it could ever have).
+- impact, per budget leaf ("team"): owed = effective allocation x ready GPU time, capped hour by
+  hour at the team's demand (GPU time of its allocated work, queued or running);
+  delivered = its allocated GPU time. delivered/owed = sum over hours of min(delivered, owed)
+  / sum of owed (time delivered beyond what was owed in one hour does not make up for another
+  hour). Overall: the same sums over all teams; the worst team is the lowest ratio.
+- waits (first start minus submission) of allocated work by class: debug (at most 8 GPUs and a
+  minimum runtime of at most 15 minutes), large (64 GPUs or more), small (the rest); work with
+  minimum runtime 0 or no budget is reported apart as `unallocated`. A job that never started
+  counts with the time it waited until the end of the run (a lower bound), and per class
+  `never_started` says how many did.
+- allocated demand: GPUs of allocated work (queued or running) over ready GPUs, averaged over
+  the run and over its first and last day (SPEC's lab has 2-3x);
+- preemptions, the GPU-hours they destroyed; drains completed and their duration;
+  utilization where the trace gives `util`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from alloc.domain import BudgetPath
+from alloc.sim.engine import SimResult
+from alloc.sim.jobs import SimJob
+
+HOUR = 3600.0
+
+
+def job_class(sj: SimJob, allocated: bool) -> str:
+    j = sj.job
+    if not allocated:
+        return "unallocated"
+    if j.gpus >= 64:
+        return "large"
+    if j.gpus <= 8 and j.min_runtime_s <= 15 * 60:
+        return "debug"
+    return "small"
+
+
+def _quantiles(values: list[float]) -> dict[str, float | None]:
+    """p50, p90, max (None without values) and the count."""
+    if not values:
+        return {"p50": None, "p90": None, "max": None, "count": 0}
+    ordered = sorted(values)
+
+    def q(p: float) -> float:  # nearest rank
+        return round(ordered[max(0, math.ceil(p * len(ordered)) - 1)], 3)
+
+    return {"p50": q(0.5), "p90": q(0.9), "max": round(ordered[-1], 3), "count": len(ordered)}
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 else 1.0
+
+
+def owed_and_delivered(result: SimResult, leaf: BudgetPath) -> tuple[float, float, float]:
+    """(owed, min(delivered, owed), delivered) GPU-seconds of one leaf over the run."""
+    r = result.recorder
+    eff = result.lab.budgets.effective_allocation(leaf)
+    demand, delivered = r.demand[leaf], r.delivered[leaf]
+    owed = got = total = 0.0
+    for h, ready_s in enumerate(r.ready.values):
+        o = min(eff * ready_s, demand.at(h))
+        d = delivered.at(h)
+        owed += o
+        got += min(d, o)
+        total += d
+    return owed, got, total
+
+
+def demand_over_ready(result: SimResult) -> dict[str, float | None]:
+    """Allocated demand (queued or running) over ready GPUs: over the run, its first and its
+    last day."""
+    r = result.recorder
+    hours = len(r.ready.values)
+
+    def ratio(first: int, last: int) -> float | None:
+        span = range(max(0, first), min(hours, last))
+        ready = sum(r.ready.values[h] for h in span)
+        demand = sum(s.at(h) for s in r.demand.values() for h in span)
+        return round(demand / ready, 3) if ready > 0 else None
+
+    return {
+        "mean": ratio(0, hours),
+        "first_day": ratio(0, 24),
+        "last_day": ratio(hours - 24, hours),
+    }
+
+
+def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
+    r = result.recorder
+    world = result.world
+    funded = {
+        leaf
+        for leaf in result.lab.budgets.leaves()
+        if result.lab.budgets.effective_allocation(leaf) > 0
+    }
+    ready = r.ready.total()
+    held = r.allocated.total() + r.unallocated.total()
+    ready_q = r.ready_while_waiting.total()
+    held_q = r.held_while_waiting.total()
+
+    waits: dict[str, list[float]] = {"debug": [], "small": [], "large": [], "unallocated": []}
+    never = dict.fromkeys(waits, 0)  # jobs of each class that never started
+    team_waits: dict[BudgetPath, list[float]] = {leaf: [] for leaf in funded}
+    for sj in world.jobs.values():
+        if sj.state == "pending":
+            continue
+        allocated = bool(sj.job.budget in funded and sj.job.min_runtime_s > 0)
+        start = sj.first_start_s if sj.first_start_s is not None else result.horizon_s
+        wait = max(0.0, start - sj.job.submitted_s)
+        cls = job_class(sj, allocated)
+        waits[cls].append(wait)
+        never[cls] += sj.first_start_s is None
+        if allocated and sj.job.budget:
+            team_waits[sj.job.budget].append(wait)
+
+    teams: dict[str, Any] = {}
+    owed_all = got_all = 0.0
+    preempted_by_team: dict[BudgetPath | None, int] = {}
+    for p in r.preemptions:
+        preempted_by_team[p.budget] = preempted_by_team.get(p.budget, 0) + 1
+    for leaf in sorted(funded):
+        owed, got, delivered = owed_and_delivered(result, leaf)
+        owed_all += owed
+        got_all += got
+        w = _quantiles(team_waits[leaf])
+        teams[leaf] = {
+            "owed_gpu_hours": round(owed / HOUR, 3),
+            "delivered_gpu_hours": round(delivered / HOUR, 3),
+            "delivered_within_owed_gpu_hours": round(got / HOUR, 3),
+            "delivered_over_owed": round(_ratio(got, owed), 6),
+            "jobs": w["count"],
+            "wait_p50_s": w["p50"],
+            "wait_p90_s": w["p90"],
+            "preemptions": preempted_by_team.get(leaf, 0),
+        }
+    worst = min(teams.items(), key=lambda kv: kv[1]["delivered_over_owed"], default=None)
+    drains = sorted((d.end_s - d.start_s) / HOUR for d in r.drains)
+    util_gpus = r.util_gpus.total()
+    return {
+        "policy": policy,
+        "seed": seed,
+        "days": result.config.days,
+        "rounds": result.rounds,
+        "skipped_rounds": result.skipped_rounds,
+        "wall_seconds": round(result.wall_seconds, 3),
+        "availability": round(_ratio(ready, r.installed.total()), 6),
+        "occupancy": round(_ratio(held, ready), 6),
+        "allocated_occupancy": round(_ratio(r.allocated.total(), ready), 6),
+        "unallocated_occupancy": round(_ratio(r.unallocated.total(), ready), 6),
+        # None when no work was ever queued that could start: nothing to measure
+        "occupancy_while_queued": round(held_q / ready_q, 6) if ready_q > 0 else None,
+        "delivered_over_owed": round(_ratio(got_all, owed_all), 6),
+        "worst_team": (
+            {"budget": worst[0], "delivered_over_owed": worst[1]["delivered_over_owed"]}
+            if worst
+            else None
+        ),
+        "teams": teams,
+        "wait_s": {k: _quantiles(v) | {"never_started": never[k]} for k, v in waits.items()},
+        "allocated_demand_over_ready": demand_over_ready(result),
+        "preemptions": len(r.preemptions),
+        "preempted_gpu_hours_lost": round(sum(p.lost_gpu_s for p in r.preemptions) / HOUR, 3),
+        "drains_completed": len(drains),
+        "drain_hours_p50": round(statistics.median(drains), 3) if drains else None,
+        "utilization": round(r.util.total() / util_gpus, 6) if util_gpus else None,
+        "invariant_violations": result.violations,
+        "jobs": {
+            "submitted": sum(1 for sj in world.jobs.values() if sj.state != "pending"),
+            "completed": sum(1 for sj in world.jobs.values() if sj.state == "done"),
+            "running_at_end": len(world.running),
+            "queued_at_end": len(world.queued),
+        },
+    }

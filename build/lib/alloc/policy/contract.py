@@ -1,0 +1,107 @@
+"""The time-slicing contract on one snapshot: who is allocated, who is protected, who must go.
+
+Pure functions of the snapshot (STYLE.md habit 1). See models/round.md, section 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from types import MappingProxyType
+
+from alloc.domain import (
+    HOUR_S,
+    Action,
+    BudgetTree,
+    HostState,
+    Occupancy,
+    Reason,
+    Snapshot,
+    Workload,
+    WorkloadId,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """What the contract says about one workload this round, before any solver runs."""
+
+    workload: Workload
+    funded: bool
+    occupancy: Occupancy
+    protected_until: datetime | None  # end of the minimum runtime of running allocated work
+    forced: Action | None  # KEEP or PREEMPT when the contract decides alone; None = solver's choice
+    forced_reason: Reason | None
+
+    @property
+    def protected(self) -> bool:
+        return self.forced is Action.KEEP
+
+    @property
+    def optional_running(self) -> bool:
+        """Running, and the solver may keep or preempt it."""
+        return self.workload.running and self.forced is None
+
+    @property
+    def queued(self) -> bool:
+        return not self.workload.running
+
+
+def is_funded(snapshot: Snapshot, workload: Workload) -> bool:
+    """Funded = it names a budget node whose effective allocation is above zero."""
+    return funded_in(snapshot.budgets, workload)
+
+
+def funded_in(budgets: BudgetTree, workload: Workload) -> bool:
+    if not workload.budget:
+        return False
+    return budgets.effective_allocation(workload.budget) > 0
+
+
+def allocated_in(budgets: BudgetTree, workload: Workload) -> bool:
+    """Allocated (charged and protected) = funded with a minimum runtime above zero."""
+    return funded_in(budgets, workload) and workload.min_runtime_s > 0
+
+
+def occupancy_of(snapshot: Snapshot, workload: Workload) -> Occupancy:
+    if allocated_in(snapshot.budgets, workload):
+        return Occupancy.ALLOCATED
+    return Occupancy.UNALLOCATED
+
+
+def standing(snapshot: Snapshot, workload: Workload) -> Standing:
+    funded = is_funded(snapshot, workload)
+    occupancy = occupancy_of(snapshot, workload)
+    if not workload.running:
+        return Standing(workload, funded, occupancy, None, None, None)
+    assert workload.started is not None
+    protected_until = None
+    if occupancy is Occupancy.ALLOCATED:
+        protected_until = workload.started + timedelta(seconds=workload.min_runtime_s)
+    states = {snapshot.cluster.host(h).state for h in workload.hosts}
+    if HostState.MAINTENANCE in states:
+        # The host went out of service under it: an availability event, not a choice of the plan.
+        return Standing(
+            workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_MAINTENANCE
+        )
+    if protected_until is not None and snapshot.now < protected_until:
+        return Standing(workload, funded, occupancy, protected_until, Action.KEEP, Reason.PROTECTED)
+    if any(s.draining for s in states):
+        return Standing(
+            workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_DRAINING
+        )
+    return Standing(workload, funded, occupancy, protected_until, None, None)
+
+
+def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:
+    return MappingProxyType({w.id: standing(snapshot, w) for w in snapshot.workloads})
+
+
+def lost_hours_per_gpu(snapshot: Snapshot, w: Workload) -> float:
+    """Work a preemption destroys: everything for non-resumable work, else the expected loss
+    since the last checkpoint (half the checkpoint interval, at most what it ran)."""
+    ran_h = w.running_seconds(snapshot.now) / HOUR_S
+    if not w.resumable:
+        return ran_h
+    return min(ran_h, snapshot.policy.checkpoint_interval_s / 2 / HOUR_S)

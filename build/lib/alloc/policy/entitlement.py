@@ -1,0 +1,91 @@
+"""How many GPUs each budget node is entitled to this round (models/round.md, section 2.3).
+
+Top down from the ready GPUs: a node's entitlement is split among its children, each getting
+its share of it, at least the GPUs its protected work holds and at most its demand (GPUs of
+its allocated work that could run: protected, running, queued). What a child cannot use stays
+with its siblings (Fair Tree's rule: a program's unused time goes to its own projects first)
+and goes to them in fair-share order: lowest ratio over the window first. A leaf's
+entitlement is therefore at least what SPEC calls *owed* (effective allocation x ready
+capacity, capped at its demand), and the window decides who uses what others leave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from alloc.domain import ROOT_PATH, BudgetPath, BudgetTree
+
+
+def split(
+    total: float, shares: list[float], lo: list[float], hi: list[float], ratios: list[float]
+) -> list[float]:
+    """Each child first gets its share of `total`, at least `lo` (protected GPUs), at most `hi`
+    (demand); when protected GPUs push the sum past `total`, the shares are scaled down so the
+    sum fits. What is left goes to the children still short of their demand, lowest fair-share
+    ratio first (the node that used least of its allocation over the window)."""
+    n = len(shares)
+    if n == 0:
+        return []
+
+    def base(x: float) -> list[float]:
+        return [min(hi[i], max(lo[i], x * shares[i])) for i in range(n)]
+
+    alloc = base(total)
+    if sum(alloc) > total + 1e-9:
+        # The sum is piecewise linear and non-decreasing in x: find the piece where it reaches
+        # `total` among the breakpoints lo/share and hi/share, then interpolate.
+        points = sorted(
+            {0.0, total}
+            | {
+                v / s
+                for s, low_i, high_i in zip(shares, lo, hi, strict=True)
+                if s > 0
+                for v in (low_i, high_i)
+                if v / s < total
+            }
+        )
+        below = 0.0
+        for x in points:
+            if sum(base(x)) > total:
+                f0, f1 = sum(base(below)), sum(base(x))
+                t = (total - f0) / (f1 - f0) if f1 > f0 else 0.0
+                alloc = base(below + t * (x - below))
+                break
+            below = x
+    left = total - sum(alloc)
+    for i in sorted(range(n), key=lambda i: (ratios[i], i)):
+        if left <= 1e-9:
+            break
+        more = min(left, hi[i] - alloc[i])
+        if more > 0:
+            alloc[i] += more
+            left -= more
+    return alloc
+
+
+def entitlements(
+    tree: BudgetTree,
+    capacity: float,
+    demand: Mapping[BudgetPath, float],
+    protected: Mapping[BudgetPath, float],
+    ratios: Mapping[BudgetPath, float],
+) -> dict[BudgetPath, float]:
+    """Entitled GPUs per node; `demand` and `protected` are per node (subtree totals)."""
+    out: dict[BudgetPath, float] = {ROOT_PATH: min(capacity, demand.get(ROOT_PATH, 0.0))}
+    stack = [ROOT_PATH]
+    while stack:
+        parent = stack.pop()
+        children = tree.children(parent)
+        if not children:
+            continue
+        alloc = split(
+            out[parent],
+            [tree.node(c).share for c in children],
+            [protected.get(c, 0.0) for c in children],
+            [demand.get(c, 0.0) for c in children],
+            [ratios.get(c, 0.0) for c in children],
+        )
+        for child, gpus in zip(children, alloc, strict=True):
+            out[child] = gpus
+            stack.append(child)
+    return out

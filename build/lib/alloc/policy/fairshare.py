@@ -1,0 +1,242 @@
+"""Hierarchical fair share over the sliding window (models/round.md, section 2).
+
+A node's usage is its own charged GPU-hours plus its descendants'. Its fair-share ratio is
+usage / (effective allocation x window capacity). Work is ordered level by level, as in Slurm's
+Fair Tree: at each level the sibling with the lowest ratio goes first, so a program's unused time
+flows to its own other projects before any other program gets it. Priority and then submission
+time order work only inside one budget leaf.
+
+The order is *projected*: every grant adds `gpus x horizon` GPU-hours to the nodes on its path
+before the next pick, so a node that has just been granted work competes with its new, higher
+ratio. With the default horizon (the lookback window) the order interleaves siblings in
+proportion to their shares, shifted by how far each is ahead or behind over the window; cutting
+it at the ready capacity gives every node its entitlement for this round (section 2.3).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from alloc.domain import (
+    HOUR_S,
+    ROOT_PATH,
+    BudgetPath,
+    BudgetTree,
+    Occupancy,
+    Snapshot,
+    Workload,
+    WorkloadId,
+    path_prefixes,
+)
+from alloc.policy.contract import Standing, is_funded, lost_hours_per_gpu
+from alloc.policy.entitlement import entitlements
+
+
+def aggregate_usage(
+    tree: BudgetTree, own_gpu_hours: Mapping[BudgetPath, float]
+) -> dict[BudgetPath, float]:
+    """Each node's usage: its own charged GPU-hours plus those of all its descendants."""
+    total = {path: 0.0 for path in tree.paths()}
+    for path, hours in own_gpu_hours.items():
+        total[ROOT_PATH] += hours
+        for prefix in path_prefixes(path):
+            total[prefix] += hours
+    return total
+
+
+def ratio(usage_gpu_hours: float, effective: float, capacity_gpu_hours: float) -> float:
+    denominator = effective * capacity_gpu_hours
+    if denominator <= 0:
+        return math.inf
+    return usage_gpu_hours / denominator
+
+
+def leaf_order_key(w: Workload, lost_hours: float = 0.0) -> tuple[int, bool, float, float, str]:
+    """Inside one budget leaf: higher priority first; at equal priority running work before
+    queued work, the running work with most at stake (`lost_hours` a preemption would destroy)
+    first; then earlier submission, then id (models/round.md 2.2)."""
+    return (-w.priority, not w.running, -lost_hours, w.submitted.timestamp(), w.id)
+
+
+@dataclass(frozen=True, slots=True)
+class FairShare:
+    capacity_gpu_hours: float
+    usage_gpu_hours: Mapping[BudgetPath, float]  # aggregated over the subtree
+    ratios: Mapping[BudgetPath, float]  # over the window, before this round
+    order: tuple[WorkloadId, ...]  # allocated candidates in fair-share order
+    rank: Mapping[WorkloadId, int]
+    entitled: frozenset[WorkloadId]  # candidates that fit the ready capacity in order (2.3)
+    entitlement_gpus: Mapping[BudgetPath, int]  # protected + entitled GPUs per node
+    grant_ratios: Mapping[WorkloadId, tuple[float, ...]]  # projected ratios along the path at grant
+    unallocated_order: tuple[WorkloadId, ...]
+
+
+def window_ratios(snapshot: Snapshot) -> tuple[dict[BudgetPath, float], dict[BudgetPath, float]]:
+    usage = aggregate_usage(snapshot.budgets, snapshot.usage_gpu_hours)
+    capacity = snapshot.window_capacity_gpu_hours
+    eff = snapshot.budgets.effective
+    return usage, {p: ratio(usage[p], eff[p], capacity) for p in usage}
+
+
+class _ProjectedTree:
+    """Per internal node a heap of (projected ratio, name, child) over children with work left."""
+
+    def __init__(self, snapshot: Snapshot, usage: Mapping[BudgetPath, float]) -> None:
+        self.tree = snapshot.budgets
+        self.capacity = snapshot.window_capacity_gpu_hours
+        self.horizon_h = snapshot.policy.horizon_s / HOUR_S
+        self.projected = dict(usage)
+        self.queues: dict[BudgetPath, deque[Workload]] = {}
+        self.remaining: dict[BudgetPath, int] = defaultdict(int)
+        self.heaps: dict[BudgetPath, list[tuple[float, str, BudgetPath]]] = {}
+        self.snapshot = snapshot
+
+    def lost(self, w: Workload) -> float:
+        return lost_hours_per_gpu(self.snapshot, w) if w.running else 0.0
+
+    def ratio(self, path: BudgetPath) -> float:
+        return ratio(self.projected[path], self.tree.effective[path], self.capacity)
+
+    def charge(self, path: BudgetPath, gpus: int) -> None:
+        added = gpus * self.horizon_h
+        self.projected[ROOT_PATH] += added
+        for prefix in path_prefixes(path):
+            self.projected[prefix] += added
+
+    def load(self, candidates: Iterable[Workload]) -> None:
+        by_leaf: dict[BudgetPath, list[Workload]] = defaultdict(list)
+        for w in candidates:
+            assert w.budget
+            by_leaf[w.budget].append(w)
+        for leaf, work in by_leaf.items():
+            self.queues[leaf] = deque(sorted(work, key=lambda w: leaf_order_key(w, self.lost(w))))
+            for prefix in (ROOT_PATH, *path_prefixes(leaf)):
+                self.remaining[prefix] += len(work)
+        for parent in list(self.remaining):
+            heap = [
+                (self.ratio(c), c.rsplit("/", 1)[-1], c)
+                for c in self.tree.children(parent)
+                if self.remaining.get(c, 0) > 0
+            ]
+            if heap:
+                heapq.heapify(heap)
+                self.heaps[parent] = heap
+
+    def pop(self) -> tuple[Workload, tuple[float, ...]] | None:
+        if self.remaining.get(ROOT_PATH, 0) == 0:
+            return None
+        path = ROOT_PATH
+        trail: list[BudgetPath] = []
+        while path not in self.queues or not self.queues[path]:
+            path = self.heaps[path][0][2]
+            trail.append(path)
+        workload = self.queues[path].popleft()
+        ratios_at_grant = tuple(self.ratio(p) for p in trail)
+        self.charge(path, workload.gpus)
+        self.remaining[ROOT_PATH] -= 1
+        parent = ROOT_PATH
+        for node in trail:
+            self.remaining[node] -= 1
+            heap = self.heaps[parent]
+            if self.remaining[node] > 0:
+                heapq.heapreplace(heap, (self.ratio(node), node.rsplit("/", 1)[-1], node))
+            else:
+                heapq.heappop(heap)
+            parent = node
+        return workload, ratios_at_grant
+
+
+def fair_share(
+    snapshot: Snapshot,
+    standings: Mapping[WorkloadId, Standing],
+    placeable: frozenset[WorkloadId] | set[WorkloadId],
+    ready_gpus: int,
+) -> FairShare:
+    """Order allocated candidates and cut the order at the ready capacity (section 2).
+
+    `placeable` holds the workloads that fit the ready cluster when it is empty; the others can
+    never start this round and take no place in the order.
+    """
+    usage, ratios = window_ratios(snapshot)
+    projected = _ProjectedTree(snapshot, usage)
+    committed = 0
+    held: dict[BudgetPath, int] = defaultdict(int)  # GPUs counted against each leaf so far
+    protected_gpus: dict[BudgetPath, float] = defaultdict(float)
+    demand: dict[BudgetPath, float] = defaultdict(float)
+    candidates = []
+    for s in standings.values():
+        w = s.workload
+        if s.occupancy is not Occupancy.ALLOCATED or s.forced is not None and not s.protected:
+            continue
+        assert w.budget
+        if s.protected:
+            projected.charge(w.budget, w.gpus)
+            ready_held = sum(
+                g for h, g in w.hosts.items() if snapshot.cluster.host(h).state.accepts_work
+            )
+            committed += ready_held
+            held[w.budget] += ready_held
+            for p in (ROOT_PATH, *path_prefixes(w.budget)):
+                protected_gpus[p] += ready_held
+                demand[p] += ready_held
+        elif w.id in placeable:
+            candidates.append(w)
+            for p in (ROOT_PATH, *path_prefixes(w.budget)):
+                demand[p] += w.gpus
+    projected.load(candidates)
+    entitled_gpus = entitlements(snapshot.budgets, ready_gpus, demand, protected_gpus, ratios)
+
+    order: list[WorkloadId] = []
+    grant_ratios: dict[WorkloadId, tuple[float, ...]] = {}
+    entitled: set[WorkloadId] = set()
+    while (picked := projected.pop()) is not None:
+        w, at_grant = picked
+        order.append(w.id)
+        grant_ratios[w.id] = at_grant
+        assert w.budget
+        leaf = w.budget
+        if committed + w.gpus > ready_gpus:
+            continue  # entitled work never exceeds the ready capacity
+        within = held[leaf] + w.gpus <= entitled_gpus.get(leaf, 0.0) + 1e-9
+        # A workload larger than all its node is owed would never be entitled: it is when its
+        # node holds nothing else and is behind over the window (time slicing of gangs larger
+        # than a team's share).
+        behind = held[leaf] == 0 and ratios[leaf] < 1.0
+        if within or behind:
+            entitled.add(w.id)
+            committed += w.gpus
+            held[leaf] += w.gpus
+    entitlement = {p: int(round(g)) for p, g in entitled_gpus.items()}
+
+    unallocated = sorted(
+        (
+            s.workload
+            for s in standings.values()
+            if s.occupancy is Occupancy.UNALLOCATED and s.forced is None
+        ),
+        key=lambda w: (
+            _path_ratios(ratios, w) if is_funded(snapshot, w) else (math.inf,),
+            *leaf_order_key(w),
+        ),
+    )
+    return FairShare(
+        capacity_gpu_hours=snapshot.window_capacity_gpu_hours,
+        usage_gpu_hours=MappingProxyType(usage),
+        ratios=MappingProxyType(ratios),
+        order=tuple(order),
+        rank=MappingProxyType({wid: i for i, wid in enumerate(order)}),
+        entitled=frozenset(entitled),
+        entitlement_gpus=MappingProxyType(entitlement),
+        grant_ratios=MappingProxyType(grant_ratios),
+        unallocated_order=tuple(w.id for w in unallocated),
+    )
+
+
+def _path_ratios(ratios: Mapping[BudgetPath, float], w: Workload) -> tuple[float, ...]:
+    assert w.budget
+    return tuple(ratios[p] for p in path_prefixes(w.budget))

@@ -1,0 +1,228 @@
+"""Side-by-side comparison of simulations (`alloc whatif`): comparison.csv, comparison.json,
+comparison.png and comparison.html; the first run is the baseline of every delta."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alloc.report.data import CLASSES, Run, fnum, load_run
+from alloc.report.fmt import duration, signed, signed_duration
+
+# Per team: (key in metrics.json, higher is better).
+TEAM_KEYS: tuple[tuple[str, bool], ...] = (
+    ("delivered_gpu_hours", True),
+    ("delivered_over_owed", True),
+    ("wait_p50_s", False),
+    ("wait_p90_s", False),
+    ("preemptions", False),
+)
+# Over the run: (key, higher is better, or None when neither is).
+OVERALL_KEYS: tuple[tuple[str, bool | None], ...] = (
+    ("availability", True),
+    ("occupancy", True),
+    ("allocated_occupancy", True),
+    ("unallocated_occupancy", None),
+    ("occupancy_while_queued", True),
+    ("delivered_over_owed", True),
+    ("worst_team_delivered_over_owed", True),
+    ("preemptions", False),
+    ("preempted_gpu_hours_lost", False),
+    ("drains_completed", None),
+    ("drain_hours_p50", False),
+    ("utilization", True),
+    ("invariant_violations", False),
+    ("rounds", None),
+    ("wall_seconds", None),
+    *((f"wait_{cls}_{q}_s", False) for cls in CLASSES for q in ("p50", "p90")),
+)
+COUNTS = ("preemptions", "drains_completed", "invariant_violations", "rounds")
+# Deltas smaller than this count as no change (for colouring only).
+TOLERANCE = {
+    "delivered_gpu_hours": 0.05,
+    "delivered_over_owed": 5e-4,
+    "wait_p50_s": 0.5,
+    "wait_p90_s": 0.5,
+    "preemptions": 0.5,
+}
+
+
+@dataclass
+class Comparison:
+    labels: list[str]
+    runs: list[Run]
+    teams: list[str]  # the union of the runs' teams (scenarios may change the budget tree)
+
+    def team(self, team: str, i: int) -> dict[str, float] | None:
+        """One team's numbers in run i; None when the team is not in that run."""
+        t = self.runs[i].team_metrics.get(team)
+        if t is None:
+            return None
+        values = {key: fnum(t.get(key)) for key, _ in TEAM_KEYS}
+        values["preemptions"] = int(values["preemptions"])
+        return values
+
+    def team_delta(self, team: str, i: int) -> dict[str, float] | None:
+        base, other = self.team(team, 0), self.team(team, i)
+        if base is None or other is None:
+            return None
+        return {key: _d(other[key], base[key]) for key, _ in TEAM_KEYS}
+
+    def overall(self, i: int) -> dict[str, float | None]:
+        m = self.runs[i].metrics
+        out: dict[str, float | None] = {}
+        for key, _ in OVERALL_KEYS:
+            if key == "worst_team_delivered_over_owed":
+                value = (m.get("worst_team") or {}).get("delivered_over_owed")
+            elif key.startswith("wait_"):
+                _, cls, q, _ = key.split("_")
+                w = (m.get("wait_s") or {}).get(cls) or {}
+                value = None if w.get("count") == 0 else w.get(q)  # no jobs: no quantile
+            else:
+                value = m.get(key)
+            out[key] = None if value is None else fnum(value)
+            if key in COUNTS and out[key] is not None:
+                out[key] = int(out[key] or 0)
+        return out
+
+    def overall_delta(self, i: int) -> dict[str, float | None]:
+        base, other = self.overall(0), self.overall(i)
+        return {
+            k: None if base[k] is None or other[k] is None else _d(other[k] or 0.0, base[k] or 0.0)
+            for k in base
+        }
+
+
+def _d(a: float, b: float) -> float:
+    return round(a - b, 6)
+
+
+def compare(runs: list[tuple[str, Path]]) -> Comparison:
+    if not runs:
+        raise ValueError("nothing to compare: no runs")
+    labels = [label for label, _ in runs]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"run labels must be distinct: {labels}")
+    loaded = [load_run(folder) for _, folder in runs]
+    teams = sorted({t for run in loaded for t in run.team_metrics})
+    return Comparison(labels, loaded, teams)
+
+
+def comparison_table(runs: list[tuple[str, Path]]) -> list[list[str]]:
+    """Rows of strings for a terminal table, one per team and run (narrow enough for a
+    terminal whatever the number of runs); the first row is the header: team, run, delivered
+    GPU-hours, delivered / owed, wait p50 and p90, preemptions, and each run's delta against
+    the first ("-" where a team is missing from a run)."""
+    c = compare(runs)
+    rows = [
+        [
+            "team",
+            "run",
+            "delivered",
+            "d/o",
+            "wait p50",
+            "wait p90",
+            "preempt.",
+            f"against {c.labels[0]}",
+        ]
+    ]
+    for team in c.teams:
+        for i, label in enumerate(c.labels):
+            t = c.team(team, i)
+            cells = (
+                ["-"] * 5
+                if t is None
+                else [
+                    f"{t['delivered_gpu_hours']:,.0f} h",
+                    f"{100 * t['delivered_over_owed']:.1f}%",
+                    duration(t["wait_p50_s"]),
+                    duration(t["wait_p90_s"]),
+                    f"{t['preemptions']:.0f}",
+                ]
+            )
+            against = "" if i == 0 else _delta_cell(c.team_delta(team, i))
+            rows.append([team if i == 0 else "", label, *cells, against])
+    return rows
+
+
+def _delta_cell(d: dict[str, float] | None) -> str:
+    if d is None:
+        return "-"
+    return (
+        f"{signed(d['delivered_gpu_hours'], 0, ' h')} / "
+        f"{signed(100 * d['delivered_over_owed'], 1, ' pp')} / "
+        f"{signed_duration(d['wait_p50_s'])} / {signed_duration(d['wait_p90_s'])} / "
+        f"{signed(d['preemptions'], 0)}"
+    )
+
+
+def write_comparison(
+    out_dir: Path, runs: list[tuple[str, Path]], credit: str | None = None
+) -> Path:
+    """Write comparison.csv, comparison.json, comparison.png and comparison.html into
+    `out_dir`; `runs` are (label, output folder), the first the baseline. Without `credit`,
+    the first credit any run recorded in its metrics.json is shown. Returns the HTML's path."""
+    from alloc.report.compare_view import write_html, write_png
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    c = compare(runs)
+    credit = credit or next((r.credit(None) for r in c.runs if r.credit(None)), None)
+    _write_csv(out_dir / "comparison.csv", c)
+    (out_dir / "comparison.json").write_text(
+        json.dumps(_json(c, credit), indent=1) + "\n", encoding="utf-8"
+    )
+    png = write_png(out_dir / "comparison.png", c)
+    return write_html(out_dir / "comparison.html", c, png, credit)
+
+
+def _write_csv(path: Path, c: Comparison) -> None:
+    keys = [k for k, _ in TEAM_KEYS]
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["team", "run", *keys, *(f"delta_{k}" for k in keys)])
+        for team in c.teams:
+            for i, label in enumerate(c.labels):
+                values, delta = c.team(team, i), c.team_delta(team, i)
+                w.writerow(
+                    [
+                        team,
+                        label,
+                        *(_csv_num(values[k]) if values else "" for k in keys),
+                        *(_csv_num(delta[k]) if delta else "" for k in keys),
+                    ]
+                )
+
+
+def _csv_num(x: float) -> str:
+    return str(x)  # preemptions are ints, the rest floats
+
+
+def _json(c: Comparison, credit: str | None) -> dict[str, Any]:
+    runs = []
+    for i, (label, run) in enumerate(zip(c.labels, c.runs, strict=True)):
+        m = run.metrics
+        runs.append(
+            {
+                "label": label,
+                "folder": str(run.folder),
+                "policy": m.get("policy"),
+                "seed": m.get("seed"),
+                "days": m.get("days"),
+                "worst_team": m.get("worst_team"),
+                "overall": c.overall(i),
+                "delta": c.overall_delta(i),
+            }
+        )
+    teams: dict[str, dict[str, Any]] = {}
+    for team in c.teams:
+        teams[team] = {}
+        for i, label in enumerate(c.labels):
+            values = c.team(team, i)
+            if values is not None:
+                delta = c.team_delta(team, i)
+                teams[team][label] = {**values, "delta": delta}
+    return {"baseline": c.labels[0], "credit": credit, "runs": runs, "teams": teams}

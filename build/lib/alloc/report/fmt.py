@@ -1,0 +1,108 @@
+"""Formatting numbers, durations and HTML fragments for reports."""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Iterable
+from pathlib import Path
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
+max-width:1100px;padding:0 1em;color:#1a202c;line-height:1.4}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.6em;
+border-bottom:1px solid #cbd5e0}
+table{border-collapse:collapse;margin:.5em 0;font-size:.92em}
+th,td{border:1px solid #cbd5e0;padding:.25em .6em;text-align:right}
+th{background:#edf2f7}td.l,th.l{text-align:left}
+.credit{background:#fefcbf;border:1px solid #ecc94b;padding:.4em .8em;font-size:.9em}
+.muted{color:#718096}.good{color:#276749;background:#f0fff4}
+.bad{color:#9b2c2c;background:#fff5f5}
+img{max-width:100%;display:block;margin:.8em 0;border:1px solid #e2e8f0}
+"""
+
+
+def duration(seconds: float | None) -> str:
+    """A short human duration: 0 s, 45 s, 15 min, 2.5 h, 3.2 d."""
+    if seconds is None:
+        return "-"
+    s = abs(seconds)
+    sign = "-" if seconds < 0 else ""
+    if s < 60:
+        text = f"{s:.0f} s"
+    elif s < 3600:
+        text = f"{s / 60:.0f} min"
+    elif s < 86400:
+        text = f"{s / 3600:.1f} h"
+    else:
+        text = f"{s / 86400:.1f} d"
+    return sign + text
+
+
+def signed_duration(seconds: float) -> str:
+    return ("+" if seconds > 0 else "") + duration(seconds) if seconds else "0"
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def signed(value: float, digits: int = 1, unit: str = "") -> str:
+    if round(value, digits) == 0:
+        return "0"
+    return f"{value:+,.{digits}f}{unit}"
+
+
+def e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def data_uri(png: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
+
+
+Cell = str | tuple[str, str]  # HTML, or (CSS class, HTML)
+
+
+def table(head: Iterable[str], rows: Iterable[Iterable[Cell]], left: int = 1) -> str:
+    """An HTML table of already-escaped cells; the first `left` columns align left."""
+    out = ["<table><tr>"]
+    out += [f'<th class="l">{h}</th>' if i < left else f"<th>{h}</th>" for i, h in enumerate(head)]
+    out.append("</tr>")
+    for row in rows:
+        out.append("<tr>")
+        for i, cell in enumerate(row):
+            classes = ["l"] if i < left else []
+            if isinstance(cell, tuple):
+                classes.append(cell[0])
+                cell = cell[1]
+            attr = f' class="{" ".join(c for c in classes if c)}"' if any(classes) else ""
+            out.append(f"<td{attr}>{cell}</td>")
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def page(title: str, body: str, credit: str | None) -> str:
+    note = f'<p class="credit">{e(credit)}</p>' if credit else ""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{e(title)}</title><style>{CSS}</style></head><body>\n"
+        f"<h1>{e(title)}</h1>\n{note}\n{body}\n{note}\n</body></html>\n"
+    )
+
+
+def demand(d: dict[str, float | None] | None) -> str:
+    """metrics.json's allocated_demand_over_ready: "2.10x (first day 2.20x, last 2.05x)"."""
+    if not d:
+        return "-"  # a run from before the figure existed
+
+    def x(v: float | None) -> str:
+        return f"{v:.2f}x" if v is not None else "-"
+
+    return f"{x(d.get('mean'))} (first day {x(d.get('first_day'))}, last {x(d.get('last_day'))})"

@@ -1,0 +1,199 @@
+"""report.html: one simulation's metrics, tables and plots in a single self-contained page."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from alloc.report.data import CLASSES, Run, fnum, load_run, num
+from alloc.report.fmt import Cell, data_uri, duration, e, number, page, pct, table
+from alloc.report.plots import write_plots
+
+CAPTIONS = {
+    "occupancy.png": "GPUs by state (hourly averages); dashed: GPUs asked for by queued work.",
+    "delivered_vs_owed.png": "Per team: GPU-hours owed and delivered, and delivered/owed.",
+    "waits_cdf.png": "Distribution of waits until first start, per class.",
+    "fairshare.png": "Fair-share ratio of each team over time; 1.0 is exactly its share.",
+}
+
+
+def write_report(out_dir: Path, title: str, credit: str | None = None) -> Path:
+    """Write out_dir/report.html (and the four PNGs it embeds) from a simulation's output
+    folder. Without `credit`, the run's own metrics.json "credit", if any, is shown."""
+    out_dir = Path(out_dir)
+    run = load_run(out_dir)
+    pngs = write_plots(out_dir)
+    body = [
+        _header(run.metrics),
+        "<h2>The four metrics</h2>",
+        _pyramid(run.metrics),
+        "<h2>Teams</h2>",
+        _teams(run),
+        "<h2>Waits by class</h2>",
+        _waits(run.metrics),
+        "<h2>Events</h2>",
+        _events(run),
+        "<h2>Plots</h2>",
+    ]
+    for png in pngs:
+        body.append(
+            f'<figure><img src="{data_uri(png)}" alt="{e(png.stem)}">'
+            f'<figcaption class="muted">{e(CAPTIONS.get(png.name, ""))}</figcaption>'
+            "</figure>"
+        )
+    path = out_dir / "report.html"
+    path.write_text(page(title, "\n".join(body), run.credit(credit)), encoding="utf-8")
+    return path
+
+
+def _header(m: dict[str, Any]) -> str:
+    parts = [
+        f"policy <b>{e(m.get('policy', '?'))}</b>",
+        f"seed {e(m.get('seed', '?'))}",
+        f"{e(m.get('days', '?'))} days",
+    ]
+    if m.get("source"):
+        parts.append(f"source {e(m['source'])}")
+    return f'<p class="muted">{" · ".join(parts)}</p>'
+
+
+def _val(m: dict[str, Any], key: str) -> float | None:
+    v = m.get(key)
+    return None if v is None else fnum(v)
+
+
+def _pyramid(m: dict[str, Any]) -> str:
+    worst = m.get("worst_team") or {}
+    waits = m.get("wait_s") or {}
+
+    def wait(cls: str) -> str:
+        w = waits.get(cls) or {}
+        return f"{duration(_val(w, 'p50'))} / {duration(_val(w, 'p90'))}"
+
+    util = m.get("utilization")
+    rows: list[list[Cell]] = [
+        ["availability", pct(_val(m, "availability")), "ready GPU time / installed GPU time"],
+        [
+            "occupancy",
+            pct(_val(m, "occupancy")),
+            f"allocated {pct(_val(m, 'allocated_occupancy'))}, unallocated "
+            f"{pct(_val(m, 'unallocated_occupancy'))}; while work was queued "
+            f"{pct(_val(m, 'occupancy_while_queued'))}",
+        ],
+        [
+            "impact: delivered / owed",
+            pct(_val(m, "delivered_over_owed")),
+            f"worst team {e(worst.get('budget', '-'))} at {pct(_val(worst, 'delivered_over_owed'))}"
+            if worst
+            else "no funded teams",
+        ],
+        [
+            "impact: waits p50 / p90",
+            "",
+            f"debug {wait('debug')}; small {wait('small')}; large {wait('large')}",
+        ],
+        [
+            "utilization",
+            pct(fnum(util)) if util is not None else "not in the trace",
+            "GPU capacity used by running work (trace column util)",
+        ],
+    ]
+    return table(["metric", "value", "detail"], [[r[0], r[1], ("l", str(r[2]))] for r in rows])
+
+
+def _teams(run: Run) -> str:
+    teams = run.team_metrics
+    if not teams:
+        return '<p class="muted">No funded teams.</p>'
+    rows: list[list[Cell]] = []
+    for team in sorted(teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 1), t)):
+        t = teams[team]
+        ratio = fnum(t.get("delivered_over_owed"), 1.0)
+        tone = "bad" if ratio < 0.9 else "good" if ratio >= 0.98 else ""
+        rows.append(
+            [
+                e(team),
+                number(_val(t, "owed_gpu_hours")),
+                number(_val(t, "delivered_gpu_hours")),
+                (tone, pct(ratio)),
+                duration(_val(t, "wait_p50_s")),
+                duration(_val(t, "wait_p90_s")),
+                str(int(fnum(t.get("preemptions")))),
+            ]
+        )
+    return table(
+        [
+            "team",
+            "owed GPU-h",
+            "delivered GPU-h",
+            "delivered / owed",
+            "wait p50",
+            "wait p90",
+            "preemptions",
+        ],
+        rows,
+    ) + (
+        '<p class="muted">delivered / owed counts, hour by hour, at most what was owed; '
+        "owed is the team's share of ready GPUs capped at its demand.</p>"
+    )
+
+
+def _waits(m: dict[str, Any]) -> str:
+    waits = m.get("wait_s") or {}
+    rows: list[list[Cell]] = []
+    for cls in CLASSES:
+        w = waits.get(cls)
+        if not isinstance(w, dict):
+            continue
+        count = w.get("count")
+        rows.append(
+            [
+                cls,
+                "-" if count is None else str(count),
+                duration(_val(w, "p50")),
+                duration(_val(w, "p90")),
+                duration(_val(w, "max")),
+                str(w.get("never_started", "-")),
+            ]
+        )
+    if not rows:
+        return '<p class="muted">No waits recorded.</p>'
+    return table(["class", "jobs", "p50", "p90", "max", "never started"], rows) + (
+        '<p class="muted">debug: at most 8 GPUs and a minimum runtime of at most 15 min; '
+        "large: 64 GPUs or more; small: the rest; unallocated: minimum runtime 0 or no budget. "
+        "A job that never started counts its wait until the end of the run.</p>"
+    )
+
+
+def _events(run: Run) -> str:
+    m = run.metrics
+    jobs = m.get("jobs") or {}
+    statuses = Counter(r.get("status", "?") for r in run.rounds)
+    solve = sorted(num(r, "seconds") for r in run.rounds)
+    drain_p50 = m.get("drain_hours_p50")
+    rows: list[list[Cell]] = [
+        ["preemptions", str(m.get("preemptions", "-"))],
+        ["GPU-hours lost to preemptions", number(_val(m, "preempted_gpu_hours_lost"))],
+        ["drains completed", str(m.get("drains_completed", "-"))],
+        ["drain duration p50", "-" if drain_p50 is None else f"{fnum(drain_p50):.1f} h"],
+        ["invariant violations", str(m.get("invariant_violations", "-"))],
+        ["rounds (skipped as quiet)", f"{m.get('rounds', '-')} ({m.get('skipped_rounds', 0)})"],
+        ["rounds by status", e(", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))) or "-"],
+        [
+            "round time p50 / max",
+            f"{solve[len(solve) // 2]:.3f} s / {solve[-1]:.3f} s" if solve else "-",
+        ],
+        ["wall seconds", number(_val(m, "wall_seconds"), 1)],
+        [
+            "jobs submitted / completed",
+            f"{jobs.get('submitted', '-')} / {jobs.get('completed', '-')}",
+        ],
+        [
+            "running / queued at the end",
+            f"{jobs.get('running_at_end', '-')} / {jobs.get('queued_at_end', '-')}",
+        ],
+    ]
+    if m.get("invariant_violations"):
+        rows[4] = [("bad", "invariant violations"), ("bad", str(m["invariant_violations"]))]
+    return table(["event", "value"], rows)

@@ -1,0 +1,253 @@
+"""The event loop. It jumps from event to event (arrivals, completions, ends of protection, host
+changes, periodic rounds), runs a round whenever an event may change the plan (coalesced: at
+most one round per `min_round_gap_s`), and applies each plan through the executor. Everything
+is a pure function of the lab, the trace, the configuration and the seed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from alloc.adapters.sim import SimExecutor
+from alloc.domain import Action, HostName, HostState, Snapshot, TraceJob, WorkloadId
+from alloc.ledger import Ledger, LedgerStore, SQLiteStore
+from alloc.sim.hosts import FailureModel, HostEvent
+from alloc.sim.policies import Planner
+from alloc.sim.quiet import (
+    arrival_fits_free,
+    could_take_place,
+    nothing_to_decide,
+    on_draining_host,
+)
+from alloc.sim.recorder import Rates, Recorder, RoundRecord
+from alloc.sim.world import World
+from alloc.solve.validate import validate
+
+
+class Kind(IntEnum):
+    """Event kinds, in the order events of one instant are handled."""
+
+    HOST = 0  # a host changes state
+    REPAIRED = 1
+    COMPLETE = 2
+    ARRIVE = 3
+    PROTECTION_END = 4
+    FAILURE = 5
+    ROUND = 6  # a coalesced round
+    PERIODIC = 7  # the periodic rebalancing round
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    days: float = 30.0
+    round_interval_s: float = 300.0  # periodic rebalancing round
+    min_round_gap_s: float = 10.0  # rounds triggered by events are coalesced
+    checkpoint_interval_s: float | None = None  # None: the lab's policy
+    failures: FailureModel | None = None
+    host_events: tuple[HostEvent, ...] = ()
+    repair_h: float = 8.0  # a drained unhealthy host is ready again this long after hand-over
+    # The contract's policies validate their own plans inside the round (a violation is a bug
+    # and raises); the baselines' plans are checked here and their violations counted.
+    keeps_contract: bool = True
+    skip_quiet_rounds: bool = False  # sound for policies that never preempt without a start
+
+
+@dataclass
+class SimResult:
+    lab: Snapshot
+    config: SimConfig
+    world: World
+    recorder: Recorder
+    rounds: int = 0
+    skipped_rounds: int = 0
+    violations: int = 0
+    wall_seconds: float = 0.0
+    first_violations: list[str] = field(default_factory=list)
+
+    @property
+    def horizon_s(self) -> float:
+        return self.config.days * 86400.0
+
+
+class Simulation:
+    def __init__(
+        self,
+        lab: Snapshot,
+        jobs: list[TraceJob],
+        planner: Planner,
+        config: SimConfig | None = None,
+        store: LedgerStore | None = None,
+    ) -> None:
+        self.config = config or SimConfig()
+        self.lab = lab
+        self.planner = planner
+        self.recorder = Recorder(Rates())
+        ledger = Ledger(store or SQLiteStore(), lab.policy.lookback_s)
+        horizon = self.config.days * 86400.0
+        self.world = World(
+            lab, [j for j in jobs if j.submitted_s <= horizon], ledger, self.recorder
+        )
+        checkpoint = self.config.checkpoint_interval_s
+        self.executor = SimExecutor(
+            self.world, checkpoint if checkpoint is not None else lab.policy.checkpoint_interval_s
+        )
+        self.events: list[tuple[float, int, int, object]] = []
+        self._seq = 0
+        self.last_round_s = float("-inf")
+        self.round_pending = False
+        self.failure_rng = self.config.failures.rng() if self.config.failures else None
+
+    def push(self, t: float, kind: Kind, payload: object = None) -> None:
+        self._seq += 1
+        heapq.heappush(self.events, (t, int(kind), self._seq, payload))
+
+    def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
+        started = time.perf_counter()
+        result = SimResult(self.lab, self.config, self.world, self.recorder)
+        horizon = result.horizon_s
+        for sj in self.world.jobs.values():
+            if sj.state == "pending":
+                self.push(max(0.0, sj.job.submitted_s), Kind.ARRIVE, sj.job.id)
+        for sj in self.world.running.values():  # the lab's running workloads
+            self.push(sj.seg_start_s + sj.remaining_s, Kind.COMPLETE, (sj.job.id, sj.version))
+            if sj.allocated and sj.seg_start_s + sj.job.min_runtime_s > 0:
+                self.push(
+                    sj.seg_start_s + sj.job.min_runtime_s,
+                    Kind.PROTECTION_END,
+                    (sj.job.id, sj.version),
+                )
+        for e in self.config.host_events:
+            self.push(e.t_s, Kind.HOST, (e.host, e.state))
+        if self.config.failures and self.failure_rng:
+            for name in sorted(self.world.hosts):
+                failure_t = self.config.failures.next_failure_s(self.failure_rng, 0.0)
+                self.push(failure_t, Kind.FAILURE, name)
+        self.push(0.0, Kind.PERIODIC)
+        while self.events and self.events[0][0] <= horizon:
+            t = self.events[0][0]
+            self.world.advance(t)
+            round_now = need_round = False
+            while self.events and self.events[0][0] == t:
+                _, kind, _, payload = heapq.heappop(self.events)
+                if kind == Kind.PERIODIC:
+                    round_now = True
+                    self.push(t + self.config.round_interval_s, Kind.PERIODIC)
+                elif kind == Kind.ROUND:
+                    round_now, self.round_pending = True, False
+                else:
+                    need_round |= self._handle(t, Kind(kind), payload)
+            if need_round and not round_now:
+                if t - self.last_round_s >= self.config.min_round_gap_s:
+                    round_now = True
+                elif not self.round_pending:
+                    self.round_pending = True
+                    self.push(self.last_round_s + self.config.min_round_gap_s, Kind.ROUND)
+            if round_now:
+                self._round(t, result)
+            if progress:
+                progress(t)
+        self.world.advance(horizon)
+        self.world.ledger.close(self.world.epoch0 + horizon)  # work still running is charged
+        result.wall_seconds = time.perf_counter() - started
+        return result
+
+    def _handle(self, t: float, kind: Kind, payload: object) -> bool:
+        """Apply one event to the world; True if a round may now decide differently."""
+        world = self.world
+        if kind is Kind.ARRIVE:
+            job_id = WorkloadId(str(payload))
+            world.arrive(job_id)
+            # Unallocated work only takes free GPUs: no room, no round.
+            return world.charged(world.jobs[job_id].job) or arrival_fits_free(world, job_id)
+        if kind in (Kind.COMPLETE, Kind.PROTECTION_END):
+            assert isinstance(payload, tuple)
+            job_id, version = payload
+            sj = world.running.get(job_id)
+            if sj is None or sj.version != version:
+                return False  # stale: the run it belonged to is over
+            if kind is Kind.COMPLETE:
+                world.complete(job_id)
+                return True
+            # The end of a protection matters at once if the work must go (a draining host) or
+            # if queued allocated work could take its place; otherwise the periodic
+            # rebalancing round acts on it.
+            return on_draining_host(world, sj) or could_take_place(world, sj)
+        if kind is Kind.HOST:
+            assert isinstance(payload, tuple)
+            host, state = payload
+            world.set_host_state(host, state)
+            return True
+        if kind is Kind.FAILURE:
+            name = HostName(str(payload))
+            if world.hosts[name].state is HostState.READY and name not in world.removed:
+                world.set_host_state(name, HostState.UNHEALTHY)
+                return True
+            return False
+        if kind is Kind.REPAIRED:
+            name = HostName(str(payload))
+            world.set_host_state(name, HostState.READY)
+            if self.config.failures and self.failure_rng:
+                self.push(
+                    self.config.failures.next_failure_s(self.failure_rng, t), Kind.FAILURE, name
+                )
+            return True
+        raise AssertionError(kind)
+
+    def _round(self, t: float, result: SimResult) -> None:
+        self.last_round_s = t
+        if self.config.skip_quiet_rounds and nothing_to_decide(self.world):
+            result.skipped_rounds += 1
+        else:
+            self._plan_and_apply(t, result)
+        self.recorder.rates.waiting = self.world.startable_queued_gpus()
+
+    def _plan_and_apply(self, t: float, result: SimResult) -> None:
+        snapshot = self.executor.snapshot()
+        began = time.perf_counter()
+        plan = self.planner(snapshot)
+        seconds = time.perf_counter() - began
+        problems = [] if self.config.keeps_contract else validate(snapshot, plan)
+        result.rounds += 1
+        result.violations += len(problems)
+        if problems and len(result.first_violations) < 20:
+            result.first_violations.extend(f"{snapshot.now.isoformat()}: {p}" for p in problems)
+        report = self.executor.apply(plan)
+        starts = 0
+        for r in report.results:
+            if not r.ok or r.action is not Action.START:
+                continue
+            starts += 1
+            sj = self.world.running[r.workload]
+            self.push(t + sj.remaining_s, Kind.COMPLETE, (r.workload, sj.version))
+            if sj.allocated and sj.job.min_runtime_s > 0:
+                self.push(t + sj.job.min_runtime_s, Kind.PROTECTION_END, (r.workload, sj.version))
+        for name in plan.drained_hosts:
+            self._hand_over(t, name)
+        self.recorder.rounds.append(
+            RoundRecord(
+                t,
+                seconds,
+                plan.report.status,
+                len(problems),
+                starts,
+                sum(1 for r in report.results if r.ok and r.action is Action.PREEMPT),
+            )
+        )
+        if int(t // 3600) not in self.recorder.ratios:
+            self.recorder.ratios[int(t // 3600)] = self.world.leaf_ratios()
+
+    def _hand_over(self, t: float, name: HostName) -> None:
+        """A drained host goes to repair (unhealthy) or leaves the cluster (retired)."""
+        world = self.world
+        if world.used.get(name, 0) or world.drained(name) is None:
+            return
+        state = world.hosts[name].state
+        if state is HostState.RETIRED:
+            world.remove(name)
+        elif state is HostState.UNHEALTHY:
+            world.set_host_state(name, HostState.MAINTENANCE)
+            self.push(t + self.config.repair_h * 3600.0, Kind.REPAIRED, name)

@@ -1,0 +1,149 @@
+"""When a round cannot change anything, the simulator need not run it; and which events call
+for a round at once (the others wait for the periodic one).
+
+For policies that keep the contract a plan changes something only if (a) some queued workload
+can start, which needs room on free GPUs plus GPUs of work the solvers may displace (running
+work past its protection, and unallocated work), or (b) the contract forces an action: work
+past its protection on a draining host, work on a host in maintenance, a draining host that
+is empty and due to be handed over. Preemptions only ever make room for starts (a preemption
+that frees GPUs nobody takes is undone by the repair pass), so when neither holds the plan
+keeps everything and starts nothing. This is checked from the world in O(running + hosts) and
+one vectorised placement test per distinct request shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from alloc.domain import Cluster, HostName, HostState, WorkloadId
+from alloc.sim.jobs import SimJob
+from alloc.sim.world import World
+
+
+@dataclass(frozen=True, slots=True)
+class _Hosts:
+    """The cluster's hosts as arrays, built once per `World.cluster()` (hosts changed)."""
+
+    cluster: Cluster
+    names: tuple[HostName, ...]
+    index: dict[HostName, int]
+    cap: np.ndarray
+    types: tuple[str, ...]
+    ready: np.ndarray
+    draining: np.ndarray
+    maintenance: np.ndarray
+
+
+_last: list[_Hosts] = []  # a one-entry cache: the cluster of the last call
+
+
+def _hosts(world: World) -> _Hosts:
+    cluster = world.cluster()
+    if _last and _last[0].cluster is cluster:
+        return _last[0]
+    hosts = cluster.hosts
+    table = _Hosts(
+        cluster,
+        tuple(h.name for h in hosts),
+        {h.name: i for i, h in enumerate(hosts)},
+        np.array([h.gpus for h in hosts], np.int64),
+        tuple(h.gpu_type for h in hosts),
+        np.array([h.state is HostState.READY for h in hosts], bool),
+        np.array([h.state.draining for h in hosts], bool),
+        np.array([h.state is HostState.MAINTENANCE for h in hosts], bool),
+    )
+    _last[:] = [table]
+    return table
+
+
+def nothing_to_decide(world: World) -> bool:
+    if not world.queued and world.trouble == 0:
+        return True  # the common case, in O(1)
+    now = world.now_s
+    t = _hosts(world)
+    index, cap, ready = t.index, t.cap, t.ready
+    used = np.fromiter((world.used[n] for n in t.names), np.int64, len(t.names))
+    if world.trouble:
+        if np.any(t.draining & (used == 0)):
+            return False  # an empty draining host is due to be handed over
+        if np.any(t.maintenance & (used > 0)):
+            return False
+    free = np.where(ready, cap - used, 0)
+    room = np.zeros(len(t.names), np.int64)  # displaceable GPUs
+    for sj in world.running.values():
+        protected = sj.allocated and now < sj.seg_start_s + sj.job.min_runtime_s
+        for n, gpus in sj.hosts.items():
+            i = index[n]
+            if not ready[i]:
+                if not protected:
+                    return False  # unprotected work on a draining host must go
+                continue
+            if not protected:
+                room[i] += gpus
+    room += free
+    if not world.queued:
+        return True
+    of_type: dict[str | None, np.ndarray] = {None: ready}  # ready hosts a job may use
+    seen: set[tuple[int, str, str | None]] = set()
+    for sj in world.queued.values():
+        wanted = sj.job.gpu_type
+        key = (sj.job.gpus, sj.topology.value, wanted)
+        if key in seen:
+            continue
+        seen.add(key)
+        if wanted not in of_type:
+            of_type[wanted] = ready & np.array([ty == wanted for ty in t.types], bool)
+        usable = of_type[wanted]
+        g = sj.job.gpus
+        largest = int(cap[usable].max()) if usable.any() else 0
+        if g <= largest:
+            if np.any(usable & (cap >= g) & (room >= g)):
+                return False
+        elif _whole_hosts_fit(usable & (room == cap), cap, g):
+            return False
+    return True
+
+
+def _whole_hosts_fit(whole: np.ndarray, cap: np.ndarray, gpus: int) -> bool:
+    """Enough whole hosts of one size anywhere (ignoring blocks: conservative)."""
+    for c in np.unique(cap[whole]).tolist():
+        if np.count_nonzero(whole & (cap == c)) >= -(-gpus // c):
+            return True
+    return False
+
+
+def arrival_fits_free(world: World, job_id: WorkloadId) -> bool:
+    """Some ready host of the job's GPU type has room for it on free GPUs alone (whole
+    hosts for a job larger than any such host: enough whole free hosts, blocks and host
+    sizes ignored: a necessary condition)."""
+    gpus, wanted = world.jobs[job_id].job.gpus, world.jobs[job_id].job.gpu_type
+    whole = 0
+    largest = 0
+    for name, host in world.hosts.items():
+        if host.state is not HostState.READY or name in world.removed:
+            continue
+        if wanted is not None and host.gpu_type != wanted:
+            continue
+        largest = max(largest, host.gpus)
+        free = host.gpus - world.used[name]
+        if free >= gpus:
+            return True
+        whole += host.gpus if free == host.gpus else 0
+    return gpus > largest and whole >= gpus
+
+
+def could_take_place(world: World, sj: SimJob) -> bool:
+    """Some queued allocated job fits on one of the running job's hosts with its GPUs and
+    the host's free GPUs (any queued allocated gang counts: blocks are not checked)."""
+    room = max((world.hosts[h].gpus - world.used[h] + g for h, g in sj.hosts.items()), default=0)
+    largest = max(world.hosts[h].gpus for h in sj.hosts) if sj.hosts else 0
+    for q in world.queued.values():
+        if world.charged(q.job) and (q.job.gpus <= room or q.job.gpus > largest):
+            return True
+    return False
+
+
+def on_draining_host(world: World, sj: SimJob) -> bool:
+    return any(world.hosts[h].state.draining for h in sj.hosts)

@@ -1,0 +1,146 @@
+"""Everything a solver reads for one round, computed once (snapshot in, arrays out)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from alloc.domain import Occupancy, Snapshot, WorkloadId
+from alloc.policy.contract import Standing, standings
+from alloc.policy.fairshare import FairShare, fair_share
+from alloc.policy.weights import Tier, Weights, weights
+from alloc.solve.load import Load
+from alloc.solve.placement import place
+from alloc.solve.problem import HostArrays, Shape, fixed_and_optional_use, host_arrays, shapes_of
+from alloc.solve.reserve import Held, off_reserved, reservations, reserved_mask
+
+
+@dataclass(frozen=True, slots=True)
+class RoundContext:
+    snapshot: Snapshot
+    standings: Mapping[WorkloadId, Standing]
+    share: FairShare
+    weights: Weights
+    hosts: HostArrays
+    shapes: Mapping[WorkloadId, Shape]  # every workload that is not forced by the contract
+    placeable: frozenset[WorkloadId]  # running where it may stay, or fits the empty ready cluster
+    order: tuple[WorkloadId, ...]  # decision candidates: entitled, over, then unallocated
+    fixed_used: np.ndarray  # GPUs per host held by protected work
+    optional_used: np.ndarray  # GPUs per host held by running work the solver may preempt
+    reservations: tuple[Held, ...] = ()  # hosts held back for blocked gangs (section 8)
+    reserved: np.ndarray | None = None  # bool per host: no other allocated work starts there
+    unreserved_shapes: Mapping[WorkloadId, Shape] = field(  # the restricted ones' own shapes
+        default_factory=lambda: MappingProxyType({})
+    )
+
+    def tier(self, workload: WorkloadId) -> Tier:
+        return self.weights.tier[workload]
+
+    def initial_load(self) -> Load:
+        """Protected work held and every optional running workload kept where it is."""
+        load = Load(self.hosts)
+        load.hold_all(
+            self._holding(wid, self.running_placement(wid))
+            for wid, s in self.standings.items()
+            if s.protected or s.optional_running
+        )
+        return load
+
+    def running_placement(self, workload: WorkloadId) -> dict[int, int]:
+        hosts = self.standings[workload].workload.hosts
+        return {self.hosts.index[h]: g for h, g in hosts.items()}
+
+    def hold(self, load: Load, workload: WorkloadId, placement: dict[int, int]) -> None:
+        """Hold with the tier as displacement category and the value lost if displaced."""
+        load.hold(*self._holding(workload, placement))
+
+    def _holding(
+        self, workload: WorkloadId, placement: dict[int, int]
+    ) -> tuple[WorkloadId, dict[int, int], Tier | None, float]:
+        if self.standings[workload].protected:
+            return workload, placement, None, 0.0
+        cost = self.weights.hold_value[workload] + self.weights.preempt_cost.get(workload, 0.0)
+        return workload, placement, self.tier(workload), cost
+
+    def start_free(self) -> np.ndarray:
+        """Free GPUs per host at the start of the round (optional running work still in place)."""
+        free = self.hosts.cap - self.fixed_used - self.optional_used
+        return np.where(self.hosts.ready, np.maximum(free, 0), 0)
+
+
+def round_context(snapshot: Snapshot) -> RoundContext:
+    st = standings(snapshot)
+    hosts = host_arrays(snapshot)
+    own = shapes_of((s.workload for s in st.values() if s.forced is None), hosts)
+    held = reservations(snapshot, st, hosts)
+    reserved = reserved_mask(held, hosts)
+    shapes, unreserved = _avoiding_reservations(st, own, held, reserved)
+    fixed, optional = fixed_and_optional_use(snapshot, hosts, st)
+    empty = np.where(hosts.ready, hosts.cap, 0)
+    beside_protected = np.where(hosts.ready, np.maximum(hosts.cap - fixed, 0), 0)
+    unique = {id(shape): shape for shape in own.values()}
+    fits_empty = {key: place(shape, empty, hosts) is not None for key, shape in unique.items()}
+    fits_now: dict[int, bool] = {}
+    for wid, shape in shapes.items():  # a reservation restricts a shape: it may fit less now
+        if id(shape) not in fits_now:
+            fits_now[id(shape)] = (
+                fits_empty[id(own[wid])] and place(shape, beside_protected, hosts) is not None
+            )
+    # Placeable: could ever start on this cluster (reservations aside); startable: this round.
+    placeable = frozenset(
+        wid for wid, shape in own.items() if st[wid].optional_running or fits_empty[id(shape)]
+    )
+    # Work that cannot start this round even if everything unprotected made way (a gang that
+    # protected work leaves no room for) takes no place in the order: its node's entitlement
+    # goes to its work that can start (models/round.md 2.3).
+    startable = frozenset(
+        wid for wid, shape in shapes.items() if st[wid].optional_running or fits_now[id(shape)]
+    )
+    share = fair_share(snapshot, st, startable, int(empty.sum()))
+    w = weights(snapshot, st, share)
+    entitled = [wid for wid in share.order if wid in share.entitled]
+    over = [wid for wid in share.order if wid not in share.entitled]
+    unallocated = [wid for wid in share.unallocated_order if wid in startable]
+    return RoundContext(
+        snapshot=snapshot,
+        standings=st,
+        share=share,
+        weights=w,
+        hosts=hosts,
+        shapes=MappingProxyType(shapes),
+        placeable=placeable,
+        order=tuple(entitled + over + unallocated),
+        fixed_used=fixed,
+        optional_used=optional,
+        reservations=held,
+        reserved=reserved if held else None,
+        unreserved_shapes=MappingProxyType(unreserved),
+    )
+
+
+def _avoiding_reservations(
+    st: Mapping[WorkloadId, Standing],
+    shapes: dict[WorkloadId, Shape],
+    held: tuple[Held, ...],
+    reserved: np.ndarray,
+) -> tuple[dict[WorkloadId, Shape], dict[WorkloadId, Shape]]:
+    """Queued allocated work other than the reserving gangs may not start on reserved hosts:
+    its shape leaves them out. Returns the shapes and, for the restricted ones, their own."""
+    if not held:
+        return shapes, {}
+    gangs = {r.workload for r in held}
+    restricted: dict[int, Shape] = {}
+    out = dict(shapes)
+    own: dict[WorkloadId, Shape] = {}
+    for wid, shape in shapes.items():
+        s = st[wid]
+        if s.workload.running or s.occupancy is not Occupancy.ALLOCATED or wid in gangs:
+            continue
+        if id(shape) not in restricted:
+            restricted[id(shape)] = off_reserved(shape, reserved)
+        out[wid] = restricted[id(shape)]
+        own[wid] = shape
+    return out, own

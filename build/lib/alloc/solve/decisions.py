@@ -1,0 +1,153 @@
+"""From a finished assignment to the plan's decisions, each with its reason (STYLE.md habit 4)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+
+from alloc.domain import Action, Decision, HostName, Occupancy, Reason, WorkloadId
+from alloc.policy.weights import Tier
+from alloc.solve.context import RoundContext
+from alloc.solve.load import Load
+from alloc.solve.placement import place
+from alloc.solve.problem import Shape
+
+
+def _holding_reason(ctx: RoundContext, wid: WorkloadId) -> Reason:
+    s = ctx.standings[wid]
+    if not s.funded:
+        return Reason.UNFUNDED
+    return {
+        Tier.ENTITLED: Reason.UNDER_ALLOCATION,
+        Tier.OVER: Reason.OVER_ALLOCATION,
+        Tier.UNALLOCATED: Reason.UNALLOCATED_FILL,
+        Tier.PROTECTED: Reason.PROTECTED,
+    }[ctx.tier(wid)]
+
+
+def _preempt_reason(ctx: RoundContext, wid: WorkloadId) -> Reason:
+    return {
+        Tier.UNALLOCATED: Reason.UNALLOCATED_DISPLACED,
+        Tier.OVER: Reason.REBALANCED,
+        Tier.ENTITLED: Reason.MAKE_ROOM,
+    }[ctx.tier(wid)]
+
+
+class _WaitReasons:
+    """Why queued workloads wait, most specific first; answers are cached per request shape
+    because the free GPUs do not change while the plan is written."""
+
+    def __init__(self, ctx: RoundContext, load: Load) -> None:
+        self.ctx = ctx
+        self.load = load
+        self.fits: dict[tuple[int, bool], bool] = {}
+
+    def _fits(self, shape: Shape, loose: bool, free: np.ndarray | None = None) -> bool:
+        key = (id(shape), loose)
+        if free is None and key in self.fits:
+            return self.fits[key]
+        if loose:
+            shape = Shape(shape.gpus, shape.types, shape.allowed, shape.single, block=False)
+        fits = place(shape, self.load.free() if free is None else free, self.ctx.hosts) is not None
+        if free is None:
+            self.fits[key] = fits
+        return fits
+
+    def _fits_but_for_reservations(self, own: Shape) -> bool:
+        """It would fit on free GPUs and those of unallocated work, reserved hosts included."""
+        key = (id(own), False)
+        if key not in self.fits:
+            unallocated, _, _ = self.load.displaceable((Tier.UNALLOCATED,))
+            room = self.load.free() + np.where(self.ctx.hosts.ready, unallocated, 0)
+            self.fits[key] = place(own, room, self.ctx.hosts) is not None
+        return self.fits[key]
+
+    def __call__(self, wid: WorkloadId) -> Reason:
+        ctx = self.ctx
+        shape = ctx.shapes[wid]
+        hosts = ctx.hosts
+        if not shape.types[hosts.type_of].any():
+            return Reason.GPU_TYPE  # no host of that type at all
+        if not (shape.types[hosts.type_of] & hosts.ready).any():
+            return Reason.NO_ROOM  # hosts of that type exist, none is ready
+        if wid not in ctx.placeable:
+            empty = np.where(hosts.ready, hosts.cap, 0)
+            return Reason.TOPOLOGY if self._fits(shape, True, empty) else Reason.TOO_LARGE
+        own = ctx.unreserved_shapes.get(wid)
+        if own is not None and self._fits_but_for_reservations(own):
+            return Reason.RESERVED
+        if wid not in ctx.weights.tier:
+            return Reason.NO_ROOM  # protected work leaves no place of its shape this round
+        if shape.block and self._fits(shape, True):
+            return Reason.TOPOLOGY
+        if ctx.tier(wid) is Tier.OVER and ctx.share.grant_ratios[wid][-1] >= 1.0 - 1e-9:
+            # Counting what its node was granted before its turn, it already has its share.
+            return Reason.OVER_ALLOCATION
+        return Reason.NO_ROOM
+
+
+def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
+    snapshot = ctx.snapshot
+    hosts = ctx.hosts
+    wait_reason = _WaitReasons(ctx, load)
+    out = []
+    for w in snapshot.workloads:
+        s = ctx.standings[w.id]
+        until = s.protected_until
+        if s.occupancy is Occupancy.ALLOCATED and not w.running:
+            until = snapshot.now + timedelta(seconds=w.min_runtime_s)
+        if s.forced is Action.KEEP:
+            decision = Decision(w.id, Action.KEEP, s.occupancy, Reason.PROTECTED, w.hosts, until)
+        elif s.forced is Action.PREEMPT:
+            assert s.forced_reason is not None
+            decision = Decision(w.id, Action.PREEMPT, s.occupancy, s.forced_reason)
+        elif load.holds(w.id):
+            placement: dict[HostName, int] = {
+                hosts.names[h]: g for h, g in sorted(load.held[w.id].items())
+            }
+            action = Action.KEEP if w.running else Action.START
+            decision = Decision(
+                w.id,
+                action,
+                s.occupancy,
+                _holding_reason(ctx, w.id),
+                placement,
+                until if s.occupancy is Occupancy.ALLOCATED else None,
+            )
+        elif w.running:
+            decision = Decision(w.id, Action.PREEMPT, s.occupancy, _preempt_reason(ctx, w.id))
+        else:
+            decision = Decision(w.id, Action.WAIT, s.occupancy, wait_reason(w.id))
+        out.append(decision)
+    return tuple(out)
+
+
+def drained_hosts(ctx: RoundContext, load: Load) -> tuple[HostName, ...]:
+    """Draining hosts that hold nothing once the plan is applied: ready for repair or removal."""
+    return tuple(
+        h.name
+        for i, h in enumerate(ctx.snapshot.cluster.hosts)
+        if h.state.draining and load.used[i] == 0
+    )
+
+
+def occupancy_metrics(ctx: RoundContext, load: Load) -> dict[str, float]:
+    hosts = ctx.hosts
+    ready = hosts.ready
+    ready_gpus = int(hosts.cap[ready].sum())
+    allocated = unallocated = 0
+    for wid, placement in load.held.items():
+        on_ready = sum(g for h, g in placement.items() if ready[h])
+        if ctx.standings[wid].occupancy is Occupancy.ALLOCATED:
+            allocated += on_ready
+        else:
+            unallocated += on_ready
+    share = (lambda x: x / ready_gpus) if ready_gpus else (lambda x: 0.0)
+    return {
+        "occupancy": share(allocated + unallocated),
+        "allocated_occupancy": share(allocated),
+        "unallocated_occupancy": share(unallocated),
+        "ready_gpus": ready_gpus,
+        "installed_gpus": int(hosts.cap.sum()),
+    }

@@ -1,0 +1,157 @@
+"""Reservations: hosts held back for a gang that protected work keeps from starting
+(models/round.md, section 8).
+
+Without them a large gang never starts on a busy cluster: each time a host's protected work
+ends, its GPUs go to smaller work that starts there with a new protection, and the gang never
+sees enough whole hosts at once. A reservation is recomputed every round from the snapshot
+alone (no state between rounds):
+
+- a *candidate* is a queued allocated multi-host gang that fits the empty ready cluster but
+  that protected work keeps from starting this round (so no solver could start it), whose
+  leaf is owed (effective allocation x ready GPUs) at least its GPUs plus the allocated GPUs
+  the leaf holds now, so that it is entitled to start once its hosts free, and has used less
+  than its share over the window (ratio below 1); one per leaf, its first by priority and
+  submission; candidates go lowest ratio first;
+- its hosts are the ones of its shape where protected work ends soonest (a host without
+  protected work: now), in one block for topology `block`,
+  disjoint from earlier reservations; `ready_at` is the latest of those protection ends;
+- at most `MAX_RESERVED_SHARE` of the ready hosts are reserved in one round.
+
+On reserved hosts no allocated workload starts this round (the gang itself cannot: it does not
+fit); unallocated work may fill their idle GPUs (it yields at once), and running work there is
+decided as anywhere else. Once enough protections have ended the gang can start, the
+reservation lapses, and the gang competes in fair-share order like any workload (if entitled,
+it displaces work beyond its entitlement and unallocated work).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+import numpy as np
+
+from alloc.domain import BudgetPath, Occupancy, Snapshot, WorkloadId
+from alloc.policy.contract import Standing
+from alloc.policy.fairshare import window_ratios
+from alloc.solve.placement import place
+from alloc.solve.problem import HostArrays, Shape, shape_of
+
+MAX_RESERVED_SHARE = 0.5  # of the ready hosts, per round
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """One reservation in host indices (the plan names hosts: `alloc.domain.Reservation`)."""
+
+    workload: WorkloadId
+    hosts: tuple[int, ...]
+    ready_at: datetime
+
+
+def reservations(
+    snapshot: Snapshot, st: Mapping[WorkloadId, Standing], hosts: HostArrays
+) -> tuple[Held, ...]:
+    gangs = _candidates(snapshot, st, hosts)
+    if not gangs:
+        return ()
+    now = snapshot.now.timestamp()
+    protected_used = np.zeros(hosts.count, np.int64)
+    release = np.full(hosts.count, now)
+    for s in st.values():
+        if s.protected and s.protected_until is not None:
+            for h, g in s.workload.hosts.items():
+                i = hosts.index[h]
+                protected_used[i] += g
+                release[i] = max(release[i], s.protected_until.timestamp())
+    beside = np.where(hosts.ready, np.maximum(hosts.cap - protected_used, 0), 0)
+    budget = int(MAX_RESERVED_SHARE * np.count_nonzero(hosts.ready))
+    taken = np.zeros(hosts.count, bool)
+    out: list[Held] = []
+    for w, shape in gangs:
+        if place(shape, beside, hosts) is not None:
+            continue  # it can start this round (displacing what it may): the solvers decide
+        chosen = _soonest_hosts(shape, shape.allowed & ~taken, release, hosts)
+        if chosen is None or len(chosen) > budget:
+            continue
+        budget -= len(chosen)
+        taken[chosen] = True
+        ready_at = datetime.fromtimestamp(float(release[chosen].max()), UTC)
+        out.append(Held(w, tuple(int(h) for h in chosen), ready_at))
+    return tuple(out)
+
+
+def off_reserved(shape: Shape, reserved: np.ndarray) -> Shape:
+    """Where queued allocated work may start under reservations: its shape without them."""
+    return replace(shape, allowed=shape.allowed & ~reserved)
+
+
+def reserved_mask(held: tuple[Held, ...], hosts: HostArrays) -> np.ndarray:
+    mask = np.zeros(hosts.count, bool)
+    for r in held:
+        mask[list(r.hosts)] = True
+    return mask
+
+
+def _candidates(
+    snapshot: Snapshot, st: Mapping[WorkloadId, Standing], hosts: HostArrays
+) -> list[tuple[WorkloadId, Shape]]:
+    ready_gpus = int(hosts.cap[hosts.ready].sum())
+    largest = int(hosts.cap[hosts.ready].max()) if hosts.ready.any() else 0
+    running: dict[BudgetPath, int] = defaultdict(int)  # allocated GPUs held per leaf
+    for s in st.values():
+        if s.workload.running and s.occupancy is Occupancy.ALLOCATED and s.workload.budget:
+            running[s.workload.budget] += s.workload.gpus
+    first: dict[BudgetPath, Standing] = {}
+    for s in st.values():
+        w = s.workload
+        if w.running or s.occupancy is not Occupancy.ALLOCATED or w.gpus <= largest:
+            continue
+        assert w.budget is not None  # allocated work is funded
+        # Entitled to it once its hosts free: what the leaf holds plus the gang within what
+        # it is owed (else the hosts would idle for a gang that cannot start when they free).
+        owed = snapshot.budgets.effective_allocation(w.budget) * ready_gpus
+        if running[w.budget] + w.gpus > owed:
+            continue
+        best = first.get(w.budget)
+        if best is None or _team_key(s) < _team_key(best):
+            first[w.budget] = s
+    if not first:
+        return []
+    _, ratios = window_ratios(snapshot)
+    empty = np.where(hosts.ready, hosts.cap, 0)
+    out = []
+    for budget, s in sorted(first.items(), key=lambda kv: (ratios[kv[0]], _team_key(kv[1]))):
+        if ratios[budget] >= 1.0:
+            continue
+        shape = shape_of(s.workload, hosts)
+        if shape.single or place(shape, empty, hosts) is None:
+            continue
+        out.append((s.workload.id, shape))
+    return out
+
+
+def _team_key(s: Standing) -> tuple[int, datetime, str]:
+    w = s.workload
+    return (-w.priority, w.submitted, str(w.id))
+
+
+def _soonest_hosts(
+    shape: Shape, eligible: np.ndarray, release: np.ndarray, hosts: HostArrays
+) -> np.ndarray | None:
+    """The hosts of one kind (and one block for topology block) whose work ends soonest."""
+    best: tuple[float, int, np.ndarray] | None = None
+    for kind, (_, capacity) in enumerate(hosts.kinds):
+        need = shape.hosts_needed(capacity)
+        idx = np.flatnonzero(eligible & (hosts.kind_of == kind))
+        groups = [idx[hosts.block_of[idx] == b] for b in np.unique(hosts.block_of[idx])]
+        for group in groups if shape.block else [idx]:
+            if len(group) < need:
+                continue
+            chosen = group[np.lexsort((group, release[group]))[:need]]
+            key = (float(release[chosen].max()), int(chosen.min()))
+            if best is None or key < best[:2]:
+                best = (*key, np.sort(chosen))
+    return None if best is None else best[2]

@@ -1,0 +1,268 @@
+"""`validate(snapshot, plan)`: every hard invariant of SPEC.md, checked from scratch.
+
+Independent of how the plan was made: it recomputes the contract from the snapshot and checks
+placements with its own arithmetic, so a solver bug cannot hide behind shared state. Returns the
+violations found, each a sentence naming the workload or host; an empty list means valid.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import timedelta
+
+import numpy as np
+
+from alloc.domain import (
+    Action,
+    Decision,
+    Occupancy,
+    Plan,
+    Snapshot,
+    Topology,
+    Workload,
+    WorkloadId,
+)
+from alloc.policy.contract import Standing, standings
+from alloc.solve.placement import PlaceIndex, place
+from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
+from alloc.solve.reserve import Held, off_reserved, reservations
+
+
+def validate(
+    snapshot: Snapshot,
+    plan: Plan,
+    standing: Mapping[WorkloadId, Standing] | None = None,
+    hosts: HostArrays | None = None,
+    due: tuple[Held, ...] | None = None,
+) -> list[str]:
+    """The contract's standings, the host arrays and the reservations the rule makes
+    (`reserve.reservations`) are pure functions of the snapshot; a caller that has them may
+    pass them (the round does) instead of having them recomputed."""
+    problems: list[str] = []
+    hosts = hosts or host_arrays(snapshot)
+    st = standing or standings(snapshot)
+    seen = [d.workload for d in plan.decisions]
+    if len(seen) != len(set(seen)):
+        problems.append("a workload has more than one decision")
+    missing = set(snapshot.by_id) - set(seen)
+    unknown = set(seen) - set(snapshot.by_id)
+    problems += [f"{w}: no decision" for w in sorted(missing)]
+    problems += [f"{w}: decision for an unknown workload" for w in sorted(unknown)]
+    used = np.zeros(hosts.count, np.int64)
+    for d in plan.decisions:
+        if d.workload in unknown:
+            continue
+        w = snapshot.by_id[d.workload]
+        problems += _decision_problems(snapshot, hosts, w, d, st[w.id])
+        if d.action.holds_gpus:
+            for h, g in d.hosts.items():
+                if h in hosts.index:
+                    used[hosts.index[h]] += g
+                else:
+                    problems.append(f"{w.id}: holds GPUs on unknown host {h}")
+    for i in np.flatnonzero(used > hosts.cap):
+        problems.append(f"host {hosts.names[i]}: {used[i]} GPUs given, it has {hosts.cap[i]} (1)")
+    # The cross-decision checks read only decisions about known workloads on known hosts.
+    sound = replace(
+        plan,
+        decisions=tuple(
+            d
+            for d in plan.decisions
+            if d.workload in snapshot.by_id and all(h in hosts.index for h in d.hosts)
+        ),
+    )
+    reserved, why = _reservations(snapshot, hosts, sound, st, due)
+    problems += why
+    problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved)
+    problems += _priority_order(snapshot, hosts, sound, used, reserved)
+    problems += _drains(snapshot, hosts, sound, used)
+    return problems
+
+
+def _decision_problems(snapshot, hosts, w, d, s) -> list[str]:  # type: ignore[no-untyped-def]
+    out: list[str] = []
+    name = w.id
+    if d.occupancy is not s.occupancy:
+        out.append(f"{name}: occupancy {d.occupancy.value}, the contract says {s.occupancy.value}")
+    if w.min_runtime_s > snapshot.policy.max_min_runtime_s:
+        out.append(f"{name}: minimum runtime above max_min_runtime (7)")
+    if not s.funded and d.protected_until is not None:
+        out.append(f"{name}: unfunded work is protected (5)")
+    if d.occupancy is Occupancy.UNALLOCATED and d.protected_until is not None:
+        out.append(f"{name}: unallocated work is protected (5)")
+    if w.running and d.action not in (Action.KEEP, Action.PREEMPT):
+        out.append(f"{name}: running, so it is kept or preempted, not '{d.action.value}'")
+    if not w.running and d.action not in (Action.START, Action.WAIT):
+        out.append(f"{name}: queued, so it starts or waits, not '{d.action.value}'")
+    if s.forced is Action.KEEP and d.action is not Action.KEEP:
+        out.append(f"{name}: protected until {s.protected_until}, but {d.action.value} (3)")
+    if s.forced is Action.PREEMPT and d.action is Action.KEEP:
+        out.append(f"{name}: kept on a host that is {s.forced_reason.value} (1)")
+    if d.action is Action.KEEP and dict(d.hosts) != dict(w.hosts):
+        out.append(f"{name}: kept, but on other hosts than it runs on")
+    if d.occupancy is Occupancy.ALLOCATED and d.action.holds_gpus:
+        start = w.started if w.running else snapshot.now
+        want = start + timedelta(seconds=w.min_runtime_s)
+        if d.protected_until != want:
+            out.append(f"{name}: protected_until {d.protected_until}, expected {want}")
+    if d.action is Action.START:
+        out += _start_shape(hosts, w, d)
+    if d.action.holds_gpus and any(g <= 0 for g in d.hosts.values()):
+        out.append(f"{name}: holds a non-positive number of GPUs on a host")
+    return out
+
+
+def _start_shape(hosts: HostArrays, w: Workload, d: Decision) -> list[str]:
+    name = w.id
+    out = []
+    unknown = [h for h in d.hosts if h not in hosts.index]
+    if unknown:
+        return [f"{name}: starts on unknown hosts {unknown}"]
+    idx = [hosts.index[h] for h in d.hosts]
+    if not idx:
+        return [f"{name}: starts on no host"]
+    for h in idx:
+        if not hosts.ready[h]:
+            out.append(f"{name}: starts on {hosts.names[h]}, which is not ready (1)")
+        if w.gpu_type is not None and hosts.types[hosts.type_of[h]] != w.gpu_type:
+            out.append(f"{name}: needs {w.gpu_type}, starts on {hosts.names[h]} (2)")
+    shape = shape_of(w, hosts)
+    gpus = sum(d.hosts.values())
+    if shape.single:
+        if len(idx) != 1 or gpus != w.gpus:
+            out.append(f"{name}: fits on one host, yet starts as {dict(d.hosts)} (2)")
+        return out
+    caps = {int(hosts.cap[h]) for h in idx}
+    types = {int(hosts.type_of[h]) for h in idx}
+    whole = all(d.hosts[hosts.names[h]] == hosts.cap[h] for h in idx)
+    if not whole or len(caps) != 1 or len(types) != 1:
+        out.append(
+            f"{name}: larger than one host, so it gets whole hosts of one size and GPU type (2)"
+        )
+    elif len(idx) != -(-w.gpus // caps.pop()):
+        out.append(f"{name}: gets {len(idx)} hosts for {w.gpus} GPUs (2)")
+    if w.topology is Topology.BLOCK and len({int(hosts.block_of[h]) for h in idx}) > 1:
+        out.append(f"{name}: topology block, but starts across blocks (2)")
+    return out
+
+
+def _free_after(hosts: HostArrays, used: np.ndarray) -> np.ndarray:
+    return np.where(hosts.ready, np.maximum(hosts.cap - used, 0), 0)
+
+
+def _reservations(snapshot, hosts, plan, st, due) -> tuple[np.ndarray, list[str]]:  # type: ignore[no-untyped-def]
+    """Hosts the plan holds back for blocked gangs (models/round.md 8). Optional: a plan need
+    not reserve, but each reservation it declares must be the rule's own, recomputed here, and
+    no allocated work may start on its hosts. Returns the reserved hosts and the problems."""
+    mask = np.zeros(hosts.count, bool)
+    if not plan.reservations:
+        return mask, []
+    out = []
+    rule_of = {r.workload: r for r in (reservations(snapshot, st, hosts) if due is None else due)}
+    for r in plan.reservations:
+        rule = rule_of.get(r.workload)
+        if rule is None or {hosts.names[h] for h in rule.hosts} != set(r.hosts):
+            out.append(f"{r.workload}: reserves {', '.join(r.hosts)}, which the rule does not (8)")
+            continue
+        mask[list(rule.hosts)] = True
+    for d in plan.decisions:
+        if d.action is not Action.START or d.occupancy is not Occupancy.ALLOCATED:
+            continue
+        for h in d.hosts:
+            if mask[hosts.index[h]]:
+                out.append(f"{d.workload}: starts on {h}, which is reserved for a gang (8)")
+    return mask, out
+
+
+def _unallocated_yields(snapshot, hosts, plan, used, st, reserved) -> list[str]:  # type: ignore[no-untyped-def]
+    """(4) Unallocated work never holds GPUs a waiting allocated workload could use (not those
+    of reserved hosts: section 8)."""
+    unallocated = np.zeros(hosts.count, np.int64)
+    for d in plan.decisions:
+        if d.action.holds_gpus and d.occupancy is Occupancy.UNALLOCATED:
+            for h, g in d.hosts.items():
+                unallocated[hosts.index[h]] += g
+    if not unallocated.any():
+        return []
+    room = _free_after(hosts, used - unallocated)
+    room_to_start = np.where(reserved, 0, room)
+    waiting = [
+        snapshot.by_id[d.workload]
+        for d in plan.decisions
+        if d.occupancy is Occupancy.ALLOCATED and d.action is Action.WAIT
+    ]
+    shapes = shapes_of(waiting, hosts)
+    fits = {id(sh): place(sh, room_to_start, hosts) is not None for sh in shapes.values()}
+    out = []
+    for d in plan.decisions:
+        if d.occupancy is not Occupancy.ALLOCATED:
+            continue
+        w = snapshot.by_id[d.workload]
+        if d.action is Action.WAIT and fits[id(shapes[w.id])]:
+            out.append(f"{w.id}: waits while unallocated work holds GPUs it could use (4)")
+        if (
+            d.action is Action.PREEMPT
+            and st[w.id].forced is None
+            and all(room[hosts.index[h]] >= g for h, g in w.hosts.items())
+        ):
+            out.append(f"{w.id}: preempted while unallocated work holds its GPUs (4)")
+    return out
+
+
+def _priority_order(snapshot, hosts, plan, used, reserved) -> list[str]:  # type: ignore[no-untyped-def]
+    """(6) Inside one budget node, no start ahead of a waiting higher-priority workload that
+    fits in its place (compared within one occupancy class; see models/round.md). Under the
+    plan's reservations an allocated workload fits only off reserved hosts (section 8)."""
+    starts = defaultdict(list)
+    waits = defaultdict(list)
+    for d in plan.decisions:
+        w = snapshot.by_id[d.workload]
+        key = (w.budget, d.occupancy)
+        if d.action is Action.START:
+            starts[key].append((w, d))
+        elif d.action is Action.WAIT:
+            waits[key].append(w)
+    free = _free_after(hosts, used)
+    shapes = shapes_of((w for ws in waits.values() for w in ws), hosts)
+    if reserved.any():
+        for (_, occupancy), ws in waits.items():
+            if occupancy is not Occupancy.ALLOCATED:
+                continue
+            for w in ws:
+                shapes[w.id] = off_reserved(shapes[w.id], reserved)
+    out = []
+    for key, started in starts.items():
+        by_level: dict[int, tuple[list, PlaceIndex]] = {}
+        for b in waits.get(key, ()):
+            if b.priority not in by_level:
+                ahead = [(a, d) for a, d in started if a.priority < b.priority]
+                places = [{hosts.index[h]: g for h, g in d.hosts.items()} for _, d in ahead]
+                by_level[b.priority] = (ahead, PlaceIndex(hosts, places))
+            ahead, index = by_level[b.priority]
+            found = index.find(shapes[b.id], free) if ahead else None
+            if found is not None:
+                a = ahead[found][0]
+                out.append(
+                    f"{a.id} (priority {a.priority}) starts ahead of {b.id} "
+                    f"(priority {b.priority}), which fits in its place (6)"
+                )
+    return out
+
+
+def _drains(snapshot, hosts, plan, used) -> list[str]:  # type: ignore[no-untyped-def]
+    out = []
+    listed = set(plan.drained_hosts)
+    for i, h in enumerate(snapshot.cluster.hosts):
+        empty = used[i] == 0
+        if h.name in listed and not (h.state.draining and empty):
+            out.append(
+                f"host {h.name}: listed as drained, but it is {h.state.value} "
+                f"and holds {used[i]} GPUs"
+            )
+        if h.state.draining and empty and h.name not in listed:
+            out.append(f"host {h.name}: drained but not listed")
+    for name in listed - set(hosts.index):
+        out.append(f"host {name}: listed as drained, but unknown")
+    return out
