@@ -4,6 +4,8 @@ database; a restarted controller carries on from the same state without repeatin
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -11,8 +13,12 @@ import pytest
 from slurm_local import PLAIN, Cluster, require_slurm
 from typer.testing import CliRunner
 
+from alloc.adapters.slurm import SlurmExecutor, SlurmSite
+from alloc.adapters.slurm.commands import SlurmCommands
 from alloc.cli.app import app
+from alloc.controller import Controller
 from alloc.controller.state import StateStore
+from alloc.io.controller_config import load_controller_config
 
 CONFIG = """\
 name: local
@@ -96,3 +102,40 @@ def test_a_bad_controller_config_is_bad_input_naming_file_line_and_field(tmp_pat
     assert result.exit_code == 2
     assert f"{config}:11: slurm.accounts.vision: unknown budget node 'viz'" in result.stderr
     assert not (tmp_path / "s.db").exists()
+
+
+def test_slurmctld_stopped_in_the_middle_of_a_round_fails_that_round_only(slurm, tmp_path):
+    config = tmp_path / "controller.yaml"
+    config.write_text(CONFIG.format(db=tmp_path / "state.db"))
+    settings = load_controller_config(config)
+    commands = SlurmCommands(timeout_s=2.0, attempts=2, backoff_s=0.2, env=slurm.env)
+    site = SlurmSite(settings.slurm.accounts)
+    executor = SlurmExecutor(site, settings.budgets, settings.policy, commands)
+    store = StateStore(settings.state_url)
+    controller = Controller(executor, store, interval_s=1.0)
+    a = slurm.sbatch("nlp", "gpu:8", comment="alloc: min_runtime=1h")
+    pid = int((PLAIN / "run" / "slurmctld.pid").read_text())
+    apply = executor.apply
+
+    def apply_with_slurmctld_stopped(plan):
+        os.kill(pid, signal.SIGSTOP)  # between the snapshot and the first action
+        return apply(plan)
+
+    executor.apply = apply_with_slurmctld_stopped  # type: ignore[method-assign]
+    try:
+        failed = controller.round_once()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert "no answer within 2 s" in failed.error
+    (planned,) = store.rounds()
+    assert planned["applied_s"] is None  # recorded before acting, never marked applied
+    executor.apply = apply  # type: ignore[method-assign]
+    ok = controller.round_once()
+    assert ok.error == "" and ok.started == 1
+    jobs = slurm.wait(lambda jobs: jobs[a]["job_state"] == "RUNNING")
+    assert jobs[a]["restart_cnt"] == 0
+    assert [r["applied_s"] is not None for r in sorted(store.rounds(), key=lambda r: r["id"])] == [
+        False,
+        True,
+    ]
+    store.close()

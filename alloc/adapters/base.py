@@ -18,6 +18,7 @@ class ActionResult:
     action: Action
     ok: bool
     detail: str = ""
+    at: datetime | None = None  # when the cluster carried it out, if it says
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,7 +84,8 @@ class Controller:
             if result.ok and result.action is Action.PREEMPT:
                 w = snapshot.by_id.get(result.workload)
                 if w is not None and w.started is not None:
-                    self.store.close_run(w.id, w.started.timestamp(), stopped_s)
+                    at = result.at.timestamp() if result.at is not None else stopped_s
+                    self.store.close_run(w.id, w.started.timestamp(), at)
         self.store.record_apply(round_id, stopped_s, report)
         return RoundOutcome(
             now_s,

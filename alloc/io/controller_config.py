@@ -3,7 +3,7 @@ instance: every error names the file, the line and the field.
 
 ```yaml
 name: h100-west
-executor: slurm            # the cluster manager driven (slurm)
+executor: slurm            # slurm | sim (a simulated cluster in a file, below)
 interval: 60s              # a round at least this often (and on events)
 state: sqlite:///var/lib/alloc/state.db   # or postgresql://user@host/alloc (SQLAlchemy URL)
 policy: {solver: milp, time_limit: 10s}   # as in an instance
@@ -19,6 +19,11 @@ slurm:
   rack_prefix: rack-
   command_timeout: 10s
   attempts: 3              # tries of a failing command, with backoff
+sim:                       # executor sim: paths relative to this file
+  lab: lab.yaml            # an instance: the cluster, its policy and budgets (no workloads)
+  trace: trace.csv         # the jobs it receives (SPEC's trace CSV)
+  cluster: sim-cluster.db  # where the simulated cluster keeps its state (created if absent)
+  step: 5m                 # simulated time between two rounds
 ```
 """
 
@@ -47,14 +52,22 @@ class SlurmIn(_Strict):
     attempts: Annotated[int, Field(ge=1, le=20, strict=True)] = 3
 
 
+class SimIn(_Strict):
+    lab: Name
+    trace: Name
+    cluster: Name = "sim-cluster.db"
+    step: Duration = 300.0
+
+
 class ControllerIn(_Strict):
     name: Name = "alloc"
-    executor: Literal["slurm"] = "slurm"
+    executor: Literal["slurm", "sim"] = "slurm"
     interval: Duration = 60.0
     state: Name = "sqlite:///alloc-state.db"
     policy: PolicyIn = PolicyIn()
     budgets: BudgetIn
     slurm: SlurmIn = SlurmIn()
+    sim: SimIn | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +82,14 @@ class SlurmSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SimSettings:
+    lab: Path
+    trace: Path
+    cluster: Path
+    step_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerSettings:
     name: str
     executor: str
@@ -77,6 +98,7 @@ class ControllerSettings:
     policy: Policy
     budgets: BudgetTree
     slurm: SlurmSettings
+    sim: SimSettings | None = None
     file: str = ""
 
 
@@ -105,6 +127,16 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
         if node not in tree or not node:
             raise report.error(("slurm", "accounts", account), _known_path(budget, tree))
         accounts[account] = node
+    sim = None
+    if raw.sim is not None:
+        here = Path(path).parent
+        if raw.sim.step <= 0:
+            raise report.error(("sim", "step"), "the simulated step is above 0, e.g. 5m")
+        sim = SimSettings(
+            here / raw.sim.lab, here / raw.sim.trace, here / raw.sim.cluster, raw.sim.step
+        )
+    elif raw.executor == "sim":
+        raise report.error(("sim",), "executor sim needs `sim: {lab: FILE, trace: FILE}`")
     s = raw.slurm
     return ControllerSettings(
         name=raw.name,
@@ -122,5 +154,6 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
             s.command_timeout,
             s.attempts,
         ),
+        sim=sim,
         file=file,
     )

@@ -28,6 +28,17 @@ class SimJob:
         return max(0.0, self.job.runtime_s - self.work_done_s)
 
 
+def after_preemption(
+    work_done_s: float, ran_s: float, resumable: bool, checkpoint_s: float
+) -> tuple[float, float]:
+    """(work done, work lost) of a job stopped after running `ran_s` of this run: resumable
+    work keeps its progress up to its last checkpoint, other work starts over."""
+    if resumable and checkpoint_s > 0:
+        kept = (ran_s // checkpoint_s) * checkpoint_s
+        return work_done_s + kept, ran_s - kept
+    return 0.0, work_done_s + ran_s
+
+
 def lab_jobs(lab: Snapshot) -> list[TraceJob]:
     """The lab's workloads as jobs; each states the work it still needs from now (`runtime`).
     A running one has done (now - started) of it already, so its whole run needs the sum."""

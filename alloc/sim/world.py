@@ -26,7 +26,7 @@ from alloc.domain import (
 )
 from alloc.ledger import Interval, Ledger
 from alloc.ledger.integral import RunningIntegral
-from alloc.sim.jobs import SimJob, lab_jobs
+from alloc.sim.jobs import SimJob, after_preemption, lab_jobs
 from alloc.sim.recorder import Drain, Preemption, Rates, Recorder
 
 
@@ -222,14 +222,7 @@ class World:
         other work starts over."""
         sj = self.running[job_id]
         ran = self._stop(sj)
-        before = sj.work_done_s
-        if sj.job.resumable and checkpoint_s > 0:
-            kept = (ran // checkpoint_s) * checkpoint_s
-            sj.work_done_s = before + kept
-            lost = ran - kept
-        else:
-            sj.work_done_s = 0.0
-            lost = before + ran
+        sj.work_done_s, lost = after_preemption(sj.work_done_s, ran, sj.job.resumable, checkpoint_s)
         sj.preemptions += 1
         sj.lost_gpu_s += lost * sj.job.gpus
         self.recorder.preemptions.append(

@@ -114,7 +114,7 @@ class SlurmExecutor:
             except SlurmError as e:
                 done = (False, e.message)
             if done is not None:
-                results.append(ActionResult(d.workload, d.action, *done))
+                results.append(ActionResult(d.workload, d.action, *done, at=datetime.now(UTC)))
         drained = tuple(self._drained(name, reasons) for name in plan.drained_hosts)
         return ApplyReport(tuple(results), drained)
 

@@ -1,0 +1,72 @@
+"""The simulated cluster the controller's `sim` executor drives (alloc.adapters.simcluster):
+it lives in a file, its clock moves one step per snapshot, and it records every run."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import yaml
+from conftest import host, instance
+
+from alloc.adapters.simcluster import SimCluster
+from alloc.domain import Action, Plan, TraceJob, WorkloadId
+from alloc.io import parse_instance
+from alloc.round import run_round
+from alloc.solve.validate import validate
+
+H = 3600.0
+
+
+def lab():
+    return parse_instance(yaml.safe_dump(instance(hosts=[host("h1"), host("h2")])))
+
+
+def job(i, budget, gpus, submitted, runtime, min_runtime, resumable=True):
+    return TraceJob(WorkloadId(i), budget, gpus, submitted, runtime, min_runtime, resumable)
+
+
+def step(cluster: SimCluster) -> Plan:
+    snapshot = cluster.snapshot()
+    plan = run_round(snapshot)
+    assert validate(snapshot, plan) == []
+    report = cluster.apply(plan)
+    assert report.failed == ()
+    return plan
+
+
+def test_work_starts_completes_at_its_exact_end_and_survives_reopening(tmp_path):
+    the_lab = lab()
+    epoch = the_lab.now.timestamp()
+    jobs = [job("a", "a", 8, 0.0, 1.5 * H, H), job("late", "b", 8, 5 * H, H, H)]
+    cluster = SimCluster(tmp_path / "c.db", the_lab, jobs, step_s=H)
+    plan = step(cluster)  # t = 1 h: a starts; late is not submitted yet
+    assert [d.workload for d in plan.decisions if d.action is Action.START] == ["a"]
+    cluster.close()
+    cluster = SimCluster(tmp_path / "c.db", the_lab, [], step_s=H)  # a new process
+    step(cluster)  # t = 2 h: a ran 1 h of its 1.5 h
+    step(cluster)  # t = 3 h: a ended at 2.5 h
+    assert cluster.runs() == [("a", epoch + H, epoch + 2.5 * H, 8, "a")]
+    assert [(e.workload, e.charged) for e in cluster.ended_runs()] == [("a", True)]
+    assert cluster.unfinished() == 1
+
+
+def test_a_preempted_job_keeps_its_work_up_to_its_last_checkpoint(tmp_path):
+    the_lab = lab()
+    the_lab = replace(the_lab, policy=replace(the_lab.policy, checkpoint_interval_s=H))
+    jobs = [job("free", None, 16, 0.0, 10 * H, 0.0)]
+    cluster = SimCluster(tmp_path / "c.db", the_lab, jobs, step_s=1.5 * H)
+    step(cluster)  # t = 1.5 h: the unallocated job takes both hosts
+    cluster.close()
+    cluster = SimCluster(tmp_path / "c.db", the_lab, [], step_s=1.5 * H)
+    snapshot = cluster.snapshot()  # t = 3 h: it ran 1.5 h, checkpointed at 1 h
+    (free,) = snapshot.workloads
+    assert free.runtime_s == 10 * H - 1.5 * H
+    kept = run_round(snapshot)  # it keeps running; the test stops it by hand
+    stop = replace(kept, decisions=tuple(replace(d, action=Action.PREEMPT) for d in kept.decisions))
+    report = cluster.apply(stop)
+    assert [(r.action, r.ok, r.detail) for r in report.results] == [
+        (Action.PREEMPT, True, "requeued")
+    ]
+    again = cluster.snapshot()
+    assert again.workloads[0].runtime_s == 10 * H - 1 * H  # 1 h kept, 0.5 h lost
+    assert cluster.apply(stop).results[0].detail == "already stopped"
