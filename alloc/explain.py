@@ -22,6 +22,7 @@ from alloc.domain import (
 )
 from alloc.io.durations import format_time
 from alloc.policy.weights import Tier
+from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext, round_context
 
 REASON_TEXT = {
@@ -110,10 +111,6 @@ def _hosts(d: Decision) -> str:
     return text + (f" (+{len(items) - 6} more hosts)" if len(items) > 6 else "")
 
 
-def _ratio(r: float) -> str:
-    return "inf" if math.isinf(r) else f"{r:.3f}"
-
-
 def _path(ctx: RoundContext, budget: str) -> list[str]:
     tree = ctx.snapshot.budgets
     share = ctx.share
@@ -128,13 +125,13 @@ def _path(ctx: RoundContext, budget: str) -> list[str]:
         rank = siblings.index(p) + 1
         # The siblings just ahead of it and just behind it (lower ratio goes first).
         near = [c for c in siblings[max(0, rank - 4) : rank + 2] if c != p]
-        others = ", ".join(f"{c.rsplit('/', 1)[-1]} {_ratio(share.ratios[c])}" for c in near)
+        others = ", ".join(f"{c.rsplit('/', 1)[-1]} {ratio(share.ratios[c])}" for c in near)
         if len(siblings) - 1 > len(near):
             others += f"; {len(siblings) - 1 - len(near)} more"
         lines.append(
             f"{p}: share {tree.node(p).share:.1%} of its parent, effective "
             f"{tree.effective_allocation(p):.2%}, usage {share.usage_gpu_hours[p]:,.0f} GPU-h, "
-            f"ratio {_ratio(share.ratios[p])}, {rank} of {len(siblings)} among its siblings"
+            f"ratio {ratio(share.ratios[p])}, {rank} of {len(siblings)} among its siblings"
             + (f" ({others})" if others else "")
         )
         alone = tree.effective_allocation(p) * ctx.snapshot.cluster.ready_gpus
@@ -174,7 +171,7 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
         if at:
             out.append(
                 "projected ratios when its turn came (window usage plus this round's grants "
-                "before it, top level first): " + ", ".join(_ratio(r) for r in at)
+                "before it, top level first): " + ", ".join(ratio(r) for r in at)
             )
     if w.budget and d.occupancy is Occupancy.ALLOCATED:
         held = _held_by_node(plan, snapshot, w.budget)

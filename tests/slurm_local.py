@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from alloc.adapters.slurm.commands import SlurmCommands
+from alloc.adapters.slurm.commands import SlurmCommands, env_from_file
 
 PLAIN = Path("/var/lib/slurm-local")  # gpu-node[1-4], 8 GPUs each, no type
 # h100-a, h100-b (8 x h100) and a100-a, a100-b (4 x a100); started by .ci/run beside the first
@@ -24,11 +24,7 @@ def slurm_env(folder: Path) -> dict[str, str] | None:
     env_file = folder / "env.sh"
     if not env_file.exists():
         return None
-    env = dict(os.environ)
-    for line in env_file.read_text().splitlines():
-        if line.startswith("export ") and "=" in line:
-            key, value = line[len("export ") :].split("=", 1)
-            env[key] = value.strip().strip('"')
+    env = env_from_file(env_file)
     try:
         up = subprocess.run(["sinfo", "-h"], env=env, capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):

@@ -1,5 +1,6 @@
 """The simulated cluster the controller's `sim` executor drives (alloc.adapters.simcluster):
-it lives in a file, its clock moves one step per snapshot, and it records every run."""
+it lives in a file, a snapshot only reads, each apply acts then moves the clock one step, and
+it records every run."""
 
 from __future__ import annotations
 
@@ -39,13 +40,14 @@ def test_work_starts_completes_at_its_exact_end_and_survives_reopening(tmp_path)
     epoch = the_lab.now.timestamp()
     jobs = [job("a", "a", 8, 0.0, 1.5 * H, H), job("late", "b", 8, 5 * H, H, H)]
     cluster = SimCluster(tmp_path / "c.db", the_lab, jobs, step_s=H)
-    plan = step(cluster)  # t = 1 h: a starts; late is not submitted yet
+    plan = step(cluster)  # t = 0: a starts; late is not submitted yet; the clock goes to 1 h
     assert [d.workload for d in plan.decisions if d.action is Action.START] == ["a"]
+    assert cluster.snapshot() == cluster.snapshot()  # reading moves nothing
     cluster.close()
     cluster = SimCluster(tmp_path / "c.db", the_lab, [], step_s=H)  # a new process
-    step(cluster)  # t = 2 h: a ran 1 h of its 1.5 h
-    step(cluster)  # t = 3 h: a ended at 2.5 h
-    assert cluster.runs() == [("a", epoch + H, epoch + 2.5 * H, 8, "a")]
+    assert cluster.snapshot().workloads[0].runtime_s == 0.5 * H  # a ran 1 h of its 1.5 h
+    step(cluster)  # t = 1 h .. 2 h: a ends at 1.5 h
+    assert cluster.runs() == [("a", epoch, epoch + 1.5 * H, 8, "a")]
     assert [(e.workload, e.charged) for e in cluster.ended_runs()] == [("a", True)]
     assert cluster.unfinished() == 1
 
@@ -55,10 +57,10 @@ def test_a_preempted_job_keeps_its_work_up_to_its_last_checkpoint(tmp_path):
     the_lab = replace(the_lab, policy=replace(the_lab.policy, checkpoint_interval_s=H))
     jobs = [job("free", None, 16, 0.0, 10 * H, 0.0)]
     cluster = SimCluster(tmp_path / "c.db", the_lab, jobs, step_s=1.5 * H)
-    step(cluster)  # t = 1.5 h: the unallocated job takes both hosts
+    step(cluster)  # t = 0: the unallocated job takes both hosts; the clock goes to 1.5 h
     cluster.close()
     cluster = SimCluster(tmp_path / "c.db", the_lab, [], step_s=1.5 * H)
-    snapshot = cluster.snapshot()  # t = 3 h: it ran 1.5 h, checkpointed at 1 h
+    snapshot = cluster.snapshot()  # t = 1.5 h: it ran 1.5 h, checkpointed at 1 h
     (free,) = snapshot.workloads
     assert free.runtime_s == 10 * H - 1.5 * H
     kept = run_round(snapshot)  # it keeps running; the test stops it by hand

@@ -3,12 +3,12 @@
 The simulator (alloc.sim) keeps its world in memory and drives its own clock. A controller
 instead talks to a cluster that outlives it: this one keeps its hosts, jobs, clock and the
 record of every run in a file, and every call is one transaction, so a controller killed at
-any moment finds the cluster exactly as the cluster last changed. Its clock moves only when
-the controller looks: each `snapshot()` advances it by `step_s` simulated seconds and
-completes the jobs whose work is done (at the exact second it was done). `apply()` acts at
-the current simulated time: a preemption keeps resumable work up to its last checkpoint
-(alloc.sim.jobs.after_preemption), a start needs a queued job and room on ready hosts. Its
-`runs` table is the truth a crash-safety test compares the controller's ledger with.
+any moment finds the cluster exactly as the cluster last changed. `snapshot()` only reads.
+`apply()` acts at the current simulated time, then moves the clock one `step_s` and completes
+the jobs whose work is done by then (at the exact second it was done). A preemption keeps
+resumable work up to its last checkpoint (alloc.sim.jobs.after_preemption); a start needs a
+queued job and room on ready hosts. Its `runs` table is the truth a crash-safety test
+compares the controller's ledger with.
 """
 
 from __future__ import annotations
@@ -106,32 +106,30 @@ class SimCluster:
     # the executor protocol
 
     def snapshot(self) -> Snapshot:
-        """Advance the clock one step, complete the work that is done, and show the cluster."""
+        """The cluster at its current time (a pure read)."""
+        return self._snapshot(self._now())
+
+    def _advance(self) -> None:
+        """Inside apply's transaction: the clock moves one step and the work that is done by
+        then completes, at the exact second it was done."""
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            now = self._now() + self.step_s
-            running = db.execute(
-                "SELECT id, started_s, runtime_s, work_done_s FROM jobs WHERE state = 'running'"
-            ).fetchall()
-            for job, started, runtime, done in running:
-                finish = started + (runtime - done)
-                if finish <= now:
-                    db.execute(
-                        "UPDATE jobs SET state = 'done', work_done_s = runtime_s, "
-                        "started_s = NULL, hosts = '{}' WHERE id = ?",
-                        (job,),
-                    )
-                    db.execute(
-                        "UPDATE runs SET ended_s = ? WHERE job = ? AND started_s = ?",
-                        (finish, job, started),
-                    )
-            db.execute("UPDATE clock SET now_s = ?", (now,))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        return self._snapshot(now)
+        now = self._now() + self.step_s
+        running = db.execute(
+            "SELECT id, started_s, runtime_s, work_done_s FROM jobs WHERE state = 'running'"
+        ).fetchall()
+        for job, started, runtime, done in running:
+            finish = started + (runtime - done)
+            if finish <= now:
+                db.execute(
+                    "UPDATE jobs SET state = 'done', work_done_s = runtime_s, "
+                    "started_s = NULL, hosts = '{}' WHERE id = ?",
+                    (job,),
+                )
+                db.execute(
+                    "UPDATE runs SET ended_s = ? WHERE job = ? AND started_s = ?",
+                    (finish, job, started),
+                )
+        db.execute("UPDATE clock SET now_s = ?", (now,))
 
     def _snapshot(self, now: float) -> Snapshot:
         hosts = tuple(
@@ -184,7 +182,8 @@ class SimCluster:
         )
 
     def apply(self, plan: Plan) -> ApplyReport:
-        """Preemptions, then starts, at the cluster's current time, in one transaction."""
+        """Preemptions, then starts, at the cluster's current time; then its clock moves one
+        step (completing the work done by then). One transaction."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -197,6 +196,7 @@ class SimCluster:
                 for d in plan.decisions
                 if d.action is Action.START
             ]
+            self._advance()
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

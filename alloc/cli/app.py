@@ -168,29 +168,113 @@ def _same_instance(snapshot: Snapshot, plan: Plan, path: Path) -> None:
 
 @app.command()
 def explain(
-    instance: Annotated[Path, typer.Argument(help="Instance YAML.")],
-    workload: Annotated[str, typer.Argument(help="Workload id.")],
+    instance: Annotated[
+        str, typer.Argument(help="Instance YAML (or, with --config, the workload id).")
+    ],
+    workload: Annotated[str | None, typer.Argument(help="Workload id.")] = None,
     plan: Annotated[Path | None, typer.Option(help="Explain this plan instead of solving.")] = None,
     solver: Annotated[str | None, typer.Option(help="milp or greedy.")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="Controller config: explain against the live cluster and ledger."),
+    ] = None,
 ) -> None:
-    """Why a workload starts, waits or is preempted, and what would have to change."""
+    """Why a workload starts, waits or is preempted, and what would have to change:
+    `alloc explain INSTANCE WORKLOAD`, or live `alloc explain --config FILE WORKLOAD`."""
     from alloc.explain import explain as explain_workload
     from alloc.round import RoundOptions, solve_round
 
     def act() -> None:
-        snapshot = load_instance(instance)
-        if workload not in snapshot.by_id:
-            raise InputError(str(instance), "workloads", f"no workload with id {workload!r}")
+        if config is not None:
+            if workload is not None or plan is not None:
+                raise InputError("--config", "", "with --config give only the workload id")
+            snapshot, source = _live(config), f"the cluster of {config}"
+            wanted = instance
+        else:
+            if workload is None:
+                raise InputError("alloc explain", "", "give INSTANCE WORKLOAD (or --config)")
+            snapshot, source, wanted = load_instance(instance), instance, workload
+        if wanted not in snapshot.by_id:
+            raise InputError(source, "workloads", f"no workload with id {wanted!r}")
         if plan:
             chosen, ctx = load_plan(plan), None
             _same_instance(snapshot, chosen, plan)
-            if workload not in chosen.by_workload:
-                raise InputError(str(plan), "decisions", f"no decision for {workload!r}")
+            if wanted not in chosen.by_workload:
+                raise InputError(str(plan), "decisions", f"no decision for {wanted!r}")
         else:
             result = solve_round(snapshot, RoundOptions(solver=solver))
             chosen, ctx = result.plan, result.context
-        for line in explain_workload(snapshot, chosen, workload, ctx).lines():
+        for line in explain_workload(snapshot, chosen, wanted, ctx).lines():
             out.print(line, highlight=False, markup=False)
+
+    _run(act)
+
+
+def _live(config: Path) -> Snapshot:
+    """The live cluster of a controller config, with its ledger's window usage."""
+    from alloc.controller.build import executor_for, live_snapshot
+    from alloc.controller.state import StateStore
+    from alloc.io.controller_config import load_controller_config
+
+    settings = load_controller_config(config)
+    executor = executor_for(settings)
+    store = StateStore(settings.state_url)
+    try:
+        return live_snapshot(executor, store)
+    finally:
+        store.close()
+
+
+@app.command()
+def status(
+    config: Annotated[Path, typer.Option("--config", help="Controller config YAML.")],
+    solver: Annotated[
+        str | None, typer.Option(help="milp or greedy (default: the policy's).")
+    ] = None,
+) -> None:
+    """The queue in the round's order, with what this round would do with each workload and
+    the fair-share ratios along its budget path: why work waits (read-only)."""
+    from rich.table import Table
+
+    from alloc.round import RoundOptions, solve_round
+    from alloc.status import queue_rows, running_counts, waited
+
+    def act() -> None:
+        snapshot = _live(config)
+        result = solve_round(snapshot, RoundOptions(solver=solver))
+        counts = running_counts(result.plan, result.context)
+        table = Table(
+            title=f"{snapshot.cluster.name} at {snapshot.now:%Y-%m-%d %H:%M:%S %Z}: queue in "
+            "the round's order (lower fair-share ratio first, level by level)",
+            title_justify="left",
+        )
+        for head in (
+            "#",
+            "workload",
+            "budget",
+            "GPUs",
+            "prio",
+            "waiting",
+            "this round",
+            "standing",
+            "ratios along its path",
+        ):
+            table.add_column(head, justify="right" if head in ("#", "GPUs", "prio") else "left")
+        for r in queue_rows(result.context, result.plan):
+            table.add_row(
+                str(r.rank) if r.rank else "-",
+                escape(r.workload),
+                escape(r.budget),
+                str(r.gpus),
+                str(r.priority),
+                waited(r.waiting_s),
+                r.decision,
+                r.standing,
+                escape(r.path),
+            )
+        out.print(table)
+        running = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"
+        out.print(f"running: {running}", highlight=False)
 
     _run(act)
 

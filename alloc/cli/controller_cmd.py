@@ -10,9 +10,7 @@ from typing import Annotated
 
 import typer
 
-from alloc.adapters.base import Executor
 from alloc.io import InputError
-from alloc.io.controller_config import ControllerSettings
 
 controller_app = typer.Typer(
     no_args_is_help=True, help="Run alloc as a controller beside a cluster manager."
@@ -32,6 +30,7 @@ def run(
     """Run rounds every `interval` (config) until interrupted (Ctrl-C or SIGTERM end the
     current round first)."""
     from alloc.cli.app import _run, err
+    from alloc.controller.build import executor_for
     from alloc.controller.loop import Controller, RoundOutcome
     from alloc.controller.state import StateStore
     from alloc.io.controller_config import load_controller_config
@@ -39,7 +38,7 @@ def run(
     def act() -> None:
         settings = load_controller_config(config)
         kind = executor or settings.executor
-        cluster = _executor(kind, settings)
+        cluster = executor_for(settings, kind)
         try:
             store = StateStore(settings.state_url)
         except Exception as exc:  # noqa: BLE001 - SQLAlchemy: a bad URL or database
@@ -72,38 +71,3 @@ def run(
             store.close()
 
     _run(act)
-
-
-def _executor(kind: str, settings: ControllerSettings) -> Executor:
-    """The executor the config names (slurm, or a simulated cluster kept in a file)."""
-    if kind == "slurm":
-        from alloc.adapters.slurm import SlurmExecutor, SlurmSite
-        from alloc.adapters.slurm.commands import SlurmCommands
-
-        s = settings.slurm
-        site = SlurmSite(s.accounts, s.partitions, s.block_prefix, s.rack_prefix, s.retire_reason)
-        commands = SlurmCommands(timeout_s=s.command_timeout_s, attempts=s.attempts)
-        return SlurmExecutor(site, settings.budgets, settings.policy, commands, settings.name)
-    if kind == "sim":
-        from dataclasses import replace
-
-        from alloc.adapters.simcluster import SimCluster
-        from alloc.io import load_instance
-        from alloc.io.trace_csv import read_trace
-
-        if settings.sim is None:
-            raise InputError(settings.file, "sim", "executor sim needs `sim: {lab:, trace:}`")
-        lab = load_instance(settings.sim.lab)
-        if lab.workloads:
-            raise InputError(
-                str(settings.sim.lab),
-                "workloads",
-                "the simulated cluster starts empty: give its work in the trace",
-            )
-        lab = replace(lab, policy=settings.policy, budgets=settings.budgets)
-        types = frozenset(h.gpu_type for h in lab.cluster.hosts)
-        jobs = read_trace(
-            settings.sim.trace, lab.budgets, lab.policy.max_min_runtime_s, settings.file, types
-        )
-        return SimCluster(settings.sim.cluster, lab, jobs, settings.sim.step_s)
-    raise InputError("--executor", "", f"expected slurm or sim, got {kind!r}")

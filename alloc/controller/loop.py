@@ -23,9 +23,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from alloc.adapters.base import Executor
+from alloc.controller.build import with_window_usage
 from alloc.controller.state import Run, StateStore
 from alloc.domain import Action, Plan, Snapshot
 from alloc.policy.contract import allocated_in
@@ -71,8 +72,7 @@ class Controller:
         snapshot = self.executor.snapshot()
         now_s = snapshot.now.timestamp()
         self._observe(snapshot, now_s)
-        usage = self.store.window_gpu_hours(now_s, snapshot.policy.lookback_s)
-        snapshot = replace(snapshot, usage_gpu_hours=usage)
+        snapshot = with_window_usage(snapshot, self.store)
         plan = run_round(snapshot)
         problems = validate(snapshot, plan)
         if problems:  # run_round validates: this is a bug, and nothing of the plan is applied

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -106,3 +107,8 @@ def demand(d: dict[str, float | None] | None) -> str:
         return f"{v:.2f}x" if v is not None else "-"
 
     return f"{x(d.get('mean'))} (first day {x(d.get('first_day'))}, last {x(d.get('last_day'))})"
+
+
+def ratio(value: float, digits: int = 3) -> str:
+    """A fair-share ratio; an unfunded node's is infinite."""
+    return "inf" if math.isinf(value) else f"{value:.{digits}f}"

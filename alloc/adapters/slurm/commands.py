@@ -7,10 +7,12 @@ needed it reports the failure; nothing half-applied is hidden)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -86,3 +88,14 @@ def _transient(message: str) -> bool:
             "communications",
         )
     )
+
+
+def env_from_file(path: str | Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`base` (default: this process's environment) plus the `export NAME=value` lines of a
+    shell file such as the `env.sh` a Slurm installation leaves (SLURM_CONF...)."""
+    env = dict(os.environ if base is None else base)
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("export ") and "=" in line:
+            key, value = line[len("export ") :].split("=", 1)
+            env[key.strip()] = value.strip().strip('"').strip("'")
+    return env

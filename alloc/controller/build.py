@@ -1,0 +1,58 @@
+"""What a controller config builds: its executor, and the live view of a round (the cluster as
+the executor shows it, with the fair-share usage of the controller's own ledger)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from alloc.adapters.base import Executor
+from alloc.controller.state import StateStore
+from alloc.domain import Snapshot
+from alloc.io import InputError
+from alloc.io.controller_config import ControllerSettings
+
+
+def live_snapshot(executor: Executor, store: StateStore) -> Snapshot:
+    """The cluster now, with the window's usage from the ledger (read-only: status, explain)."""
+    return with_window_usage(executor.snapshot(), store)
+
+
+def with_window_usage(snapshot: Snapshot, store: StateStore) -> Snapshot:
+    """The fair-share usage of the window is what the controller's own ledger charged."""
+    usage = store.window_gpu_hours(snapshot.now.timestamp(), snapshot.policy.lookback_s)
+    return replace(snapshot, usage_gpu_hours=usage)
+
+
+def executor_for(settings: ControllerSettings, kind: str | None = None) -> Executor:
+    """The executor `kind` names (default: the config's): slurm, or a simulated cluster
+    kept in a file. Bad settings raise InputError."""
+    kind = kind or settings.executor
+    if kind == "slurm":
+        from alloc.adapters.slurm import SlurmExecutor, SlurmSite
+        from alloc.adapters.slurm.commands import SlurmCommands
+
+        s = settings.slurm
+        site = SlurmSite(s.accounts, s.partitions, s.block_prefix, s.rack_prefix, s.retire_reason)
+        commands = SlurmCommands(timeout_s=s.command_timeout_s, attempts=s.attempts)
+        return SlurmExecutor(site, settings.budgets, settings.policy, commands, settings.name)
+    if kind == "sim":
+        from alloc.adapters.simcluster import SimCluster
+        from alloc.io import load_instance
+        from alloc.io.trace_csv import read_trace
+
+        if settings.sim is None:
+            raise InputError(settings.file, "sim", "executor sim needs `sim: {lab:, trace:}`")
+        lab = load_instance(settings.sim.lab)
+        if lab.workloads:
+            raise InputError(
+                str(settings.sim.lab),
+                "workloads",
+                "the simulated cluster starts empty: give its work in the trace",
+            )
+        lab = replace(lab, policy=settings.policy, budgets=settings.budgets)
+        types = frozenset(h.gpu_type for h in lab.cluster.hosts)
+        jobs = read_trace(
+            settings.sim.trace, lab.budgets, lab.policy.max_min_runtime_s, settings.file, types
+        )
+        return SimCluster(settings.sim.cluster, lab, jobs, settings.sim.step_s)
+    raise InputError("--executor", "", f"expected slurm or sim, got {kind!r}")

@@ -1,0 +1,80 @@
+"""`alloc status`: the queue in the round's order with, for each workload, what this round does
+with it and the fair-share ratios along its budget path: the "why am I waiting" view. Pure:
+a round's snapshot, plan and context in, rows out."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from alloc.domain import Action, Plan, WorkloadId, path_prefixes
+from alloc.report.fmt import duration, ratio
+from alloc.solve.context import RoundContext
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    rank: int | None  # place in the round's order; None: it cannot start on this cluster now
+    workload: WorkloadId
+    budget: str
+    gpus: int
+    priority: int
+    waiting_s: float
+    decision: str  # e.g. "start (under_allocation)", "wait (over_allocation)"
+    standing: str  # entitled | over its entitlement | unallocated | cannot start now
+    path: str  # "nlp 0.82 > nlp/olmo 0.95": window ratios from the top level down
+
+
+def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
+    """Queued work in the round's order (entitled by fair-share rank, then work over its
+    entitlement, then unallocated work), then queued work that cannot start now."""
+    snapshot = ctx.snapshot
+    ratios = ctx.share.ratios
+    rank = {wid: i + 1 for i, wid in enumerate(ctx.order)}
+    queued = [w for w in snapshot.workloads if not w.running]
+    queued.sort(key=lambda w: (rank.get(w.id, math.inf), w.submitted, w.id))
+    rows = []
+    for w in queued:
+        d = plan.decision(w.id)
+        if w.id not in rank:
+            standing = "cannot start now"
+        elif w.id in ctx.share.entitled:
+            standing = "entitled"
+        elif w.id in ctx.share.rank:
+            standing = "over its entitlement"
+        else:
+            standing = "unallocated"
+        path = (
+            " > ".join(f"{p} {ratio(ratios.get(p, math.inf), 2)}" for p in path_prefixes(w.budget))
+            if w.budget
+            else "unfunded"
+        )
+        rows.append(
+            QueueRow(
+                rank.get(w.id),
+                w.id,
+                w.budget or "-",
+                w.gpus,
+                w.priority,
+                (snapshot.now - w.submitted).total_seconds(),
+                f"{d.action.value} ({d.reason.value})",
+                standing,
+                path,
+            )
+        )
+    return rows
+
+
+def running_counts(plan: Plan, ctx: RoundContext) -> dict[str, int]:
+    """Running workloads by what this round does with them (keep, preempt)."""
+    out: dict[str, int] = {}
+    for w in ctx.snapshot.workloads:
+        if w.running:
+            a = plan.decision(w.id).action
+            key = "kept" if a is Action.KEEP else a.value
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def waited(seconds: float) -> str:
+    return duration(max(0.0, seconds))

@@ -1,0 +1,107 @@
+"""`alloc controller run`, `alloc status` and live `alloc explain` on a simulated cluster (the
+controller's `sim` executor: no cluster manager needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from alloc.cli.app import app
+from alloc.controller import StateStore
+
+LAB = """\
+now: 2026-11-30T00:00:00Z
+cluster:
+  name: sim2
+  hosts:
+    - {name: h1, gpus: 8, gpu_type: h100, block: b1, rack: r1}
+    - {name: h2, gpus: 8, gpu_type: h100, block: b1, rack: r1}
+budgets:
+  name: lab
+  children: [{name: nlp, share: 50%}, {name: vision, share: 50%}]
+"""
+# Two 8-GPU hosts. nlp's a and b (8 GPUs each, 10 h) start at once; vision's c arrives at
+# 30 min and waits: nlp holds everything, protected for 1 h.
+TRACE = """\
+id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology
+a,nlp,8,0,36000,3600,true,0,
+b,nlp,8,0,36000,3600,true,0,
+c,vision,8,1800,3600,1800,true,0,
+"""
+CONFIG = """\
+name: sim2
+executor: sim
+interval: 0.01
+state: sqlite:///{state}
+policy: {{solver: greedy}}
+budgets:
+  name: lab
+  children: [{{name: nlp, share: 50%}}, {{name: vision, share: 50%}}]
+sim: {{lab: lab.yaml, trace: trace.csv, cluster: cluster.db, step: 15m}}
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    (tmp_path / "lab.yaml").write_text(LAB)
+    (tmp_path / "trace.csv").write_text(TRACE)
+    path = tmp_path / "controller.yaml"
+    path.write_text(CONFIG.format(state=tmp_path / "state.db"))
+    return path
+
+
+def alloc(*args: str | Path):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_path):
+    result = alloc("controller", "run", "--config", config, "--rounds", "3")
+    assert result.exit_code == 0, result.stderr
+    assert "round 1: 2 started, 0 preempted, 0 failed" in result.stderr
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    assert {r.workload for r in store.open_runs()} == {"a", "b"}
+    assert len(store.rounds()) == 3
+    store.close()
+    # t = 45 min: c waits; nlp's work is protected until 1 h.
+    status = alloc("status", "--config", config)
+    assert status.exit_code == 0, status.stderr
+    (row,) = [line for line in status.stdout.splitlines() if " c " in line]
+    assert "vision" in row and "wait (no_room)" in row and "cannot start now" in row
+    assert "running: 2 kept" in status.stdout
+    why = alloc("explain", "--config", config, "c")
+    assert why.exit_code == 0, why.stderr
+    assert why.stdout.startswith("c: wait")
+    assert "vision: share 50.0% of its parent" in why.stdout
+    assert "protection" in why.stdout
+
+
+def test_live_explain_of_an_unknown_workload_is_bad_input(config):
+    alloc("controller", "run", "--config", config, "--rounds", "1")
+    result = alloc("explain", "--config", config, "nope")
+    assert result.exit_code == 2
+    assert "no workload with id 'nope'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda t: t.replace("step: 15m", "step: 0"), ["sim.step", "above 0"]),
+        (lambda t: t.replace("executor: sim", "executor: kubernetes"), ["executor"]),
+        (lambda t: t.replace("trace.csv", "missing.csv"), ["missing.csv", "no such file"]),
+        (lambda t: t.replace("interval: 0.01", "interval: soon"), ["interval"]),
+    ],
+    ids=["zero step", "unknown executor", "missing trace", "bad interval"],
+)
+def test_a_bad_controller_config_is_bad_input(config, tmp_path, change, named):
+    config.write_text(change(config.read_text()))
+    for command in (
+        ["controller", "run", "--config", config, "--rounds", "1"],
+        ["status", "--config", config],
+    ):
+        result = alloc(*command)
+        assert result.exit_code == 2, (command, result.stderr)
+        for text in named:
+            assert text in result.stderr, (text, result.stderr)
+    assert not (tmp_path / "state.db").exists()
