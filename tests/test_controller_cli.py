@@ -39,6 +39,7 @@ policy: {{solver: greedy}}
 budgets:
   name: lab
   children: [{{name: nlp, share: 50%}}, {{name: vision, share: 50%}}]
+metrics: {{port: 0}}
 sim: {{lab: lab.yaml, trace: trace.csv, cluster: cluster.db, step: 15m}}
 """
 
@@ -105,3 +106,39 @@ def test_a_bad_controller_config_is_bad_input(config, tmp_path, change, named):
         for text in named:
             assert text in result.stderr, (text, result.stderr)
     assert not (tmp_path / "state.db").exists()
+
+
+def test_metrics_are_served_for_prometheus(config, tmp_path):
+    import socket
+    import urllib.request
+
+    from alloc.controller import Controller
+    from alloc.controller.build import executor_for
+    from alloc.controller.metrics import ControllerMetrics
+    from alloc.io.controller_config import load_controller_config
+
+    settings = load_controller_config(config)
+    store = StateStore(settings.state_url)
+    controller = Controller(executor_for(settings), store, interval_s=0.0)
+    metrics = ControllerMetrics()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    metrics.serve(port)
+    for _ in range(4):  # t = 0, 15, 30, 45 min: nlp's a and b hold both hosts
+        metrics.observe(controller.round_once())
+    store.close()
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    lines = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+             for line in text.splitlines() if line and not line.startswith("#")}
+    assert lines['alloc_rounds_total{status="fallback"}'] == 4  # the greedy policy's status
+    assert lines["alloc_starts_total"] == 2
+    assert lines["alloc_ready_gpus"] == 16 and lines['alloc_held_gpus{occupancy="allocated"}'] == 16
+    assert lines["alloc_round_seconds_count"] == 4
+    # nlp is owed 8 of 16 GPUs and holds 16: all it is owed, for 45 minutes.
+    assert lines['alloc_owed_gpu_seconds_total{budget="nlp"}'] == 8 * 2700
+    assert lines['alloc_delivered_over_owed{budget="nlp"}'] == 1.0
+    # vision: demand from 30 min (c arrives), owed 8 GPUs, delivered none.
+    assert lines['alloc_owed_gpu_seconds_total{budget="vision"}'] == 8 * 900
+    assert lines['alloc_delivered_over_owed{budget="vision"}'] == 0.0
+    assert 'alloc_wait_seconds_count{class="small"}' in lines

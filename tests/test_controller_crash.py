@@ -40,6 +40,7 @@ budgets:
   children:
     - {{name: nlp, share: 60%}}
     - {{name: vision, share: 40%}}
+metrics: {{port: 0}}
 sim: {{lab: lab.yaml, trace: trace.csv, cluster: cluster.db, step: 2m}}
 """
 KILLS = 50

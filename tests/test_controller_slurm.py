@@ -30,6 +30,7 @@ budgets:
   children:
     - {{name: nlp, share: 50%, owners: [pm-nlp]}}
     - {{name: vision, share: 50%}}
+metrics: {{port: 0}}
 slurm:
   accounts: {{nlp: nlp, vision: vision}}
   command_timeout: 15s
@@ -100,7 +101,7 @@ def test_a_bad_controller_config_is_bad_input_naming_file_line_and_field(tmp_pat
     )
     result = CliRunner().invoke(app, ["controller", "run", "--config", str(config)])
     assert result.exit_code == 2
-    assert f"{config}:11: slurm.accounts.vision: unknown budget node 'viz'" in result.stderr
+    assert f"{config}:12: slurm.accounts.vision: unknown budget node 'viz'" in result.stderr
     assert not (tmp_path / "s.db").exists()
 
 

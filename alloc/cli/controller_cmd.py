@@ -32,6 +32,7 @@ def run(
     from alloc.cli.app import _run, err
     from alloc.controller.build import executor_for
     from alloc.controller.loop import Controller, RoundOutcome
+    from alloc.controller.metrics import ControllerMetrics
     from alloc.controller.state import StateStore
     from alloc.io.controller_config import load_controller_config
 
@@ -45,16 +46,32 @@ def run(
             message = f"cannot open {settings.state_url}: {exc}"
             raise InputError(str(config), "state", message) from None
         controller = Controller(cluster, store, settings.interval_s)
+        metrics = ControllerMetrics()
+        if settings.metrics_port:
+            try:
+                metrics.serve(settings.metrics_port, settings.metrics_address)
+            except OSError as exc:
+                store.close()
+                where = f"{settings.metrics_address}:{settings.metrics_port}"
+                raise InputError(
+                    str(config), "metrics", f"cannot serve on {where}: {exc}"
+                ) from None
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         err.print(
             f"controller {settings.name}: a round every {settings.interval_s:g} s, state in "
-            f"{settings.state_url}",
+            f"{settings.state_url}"
+            + (
+                f", /metrics on {settings.metrics_address}:{settings.metrics_port}"
+                if settings.metrics_port
+                else ""
+            ),
             highlight=False,
         )
 
         def report(o: RoundOutcome) -> None:
+            metrics.observe(o)
             if o.error:
                 err.print(f"round failed: {o.error}", markup=False)
                 return

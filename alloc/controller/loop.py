@@ -41,6 +41,7 @@ class RoundOutcome:
     at_s: float
     round_id: int | None = None
     plan: Plan | None = None
+    snapshot: Snapshot | None = None  # what the round saw (with the ledger's usage)
     started: int = 0
     preempted: int = 0
     failed: int = 0
@@ -91,6 +92,7 @@ class Controller:
             now_s,
             round_id,
             plan,
+            snapshot,
             started=sum(1 for r in report.results if r.ok and r.action is Action.START),
             preempted=sum(1 for r in report.results if r.ok and r.action is Action.PREEMPT),
             failed=len(report.failed) + len(report.failed_hosts),

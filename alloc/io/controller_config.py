@@ -19,6 +19,7 @@ slurm:
   rack_prefix: rack-
   command_timeout: 10s
   attempts: 3              # tries of a failing command, with backoff
+metrics: {port: 9464, address: 127.0.0.1}   # Prometheus /metrics (port 0: off)
 sim:                       # executor sim: paths relative to this file
   lab: lab.yaml            # an instance: the cluster, its policy and budgets (no workloads)
   trace: trace.csv         # the jobs it receives (SPEC's trace CSV)
@@ -59,6 +60,11 @@ class SimIn(_Strict):
     step: Duration = 300.0
 
 
+class MetricsIn(_Strict):
+    port: Annotated[int, Field(ge=0, le=65535, strict=True)] = 9464
+    address: Name = "127.0.0.1"
+
+
 class ControllerIn(_Strict):
     name: Name = "alloc"
     executor: Literal["slurm", "sim"] = "slurm"
@@ -68,6 +74,7 @@ class ControllerIn(_Strict):
     budgets: BudgetIn
     slurm: SlurmIn = SlurmIn()
     sim: SimIn | None = None
+    metrics: MetricsIn = MetricsIn()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,8 @@ class ControllerSettings:
     budgets: BudgetTree
     slurm: SlurmSettings
     sim: SimSettings | None = None
+    metrics_port: int = 9464  # 0: no /metrics
+    metrics_address: str = "127.0.0.1"
     file: str = ""
 
 
@@ -155,5 +164,7 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
             s.attempts,
         ),
         sim=sim,
+        metrics_port=raw.metrics.port,
+        metrics_address=raw.metrics.address,
         file=file,
     )

@@ -35,12 +35,17 @@ HOUR = 3600.0
 
 
 def job_class(sj: SimJob, allocated: bool) -> str:
-    j = sj.job
+    return wait_class(sj.job.gpus, sj.job.min_runtime_s, allocated)
+
+
+def wait_class(gpus: int, min_runtime_s: float, allocated: bool) -> str:
+    """debug (at most 8 GPUs, minimum runtime at most 15 minutes), large (64 GPUs or more),
+    small (the rest) for allocated work; else unallocated."""
     if not allocated:
         return "unallocated"
-    if j.gpus >= 64:
+    if gpus >= 64:
         return "large"
-    if j.gpus <= 8 and j.min_runtime_s <= 15 * 60:
+    if gpus <= 8 and min_runtime_s <= 15 * 60:
         return "debug"
     return "small"
 

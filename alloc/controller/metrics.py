@@ -1,0 +1,153 @@
+"""The controller's Prometheus metrics (`/metrics`): SPEC's pyramid as it happens, round by
+round, and the health of the controller itself.
+
+- availability: `alloc_ready_gpus` / `alloc_installed_gpus`;
+- occupancy: `alloc_held_gpus{occupancy="allocated"|"unallocated"}` over ready GPUs;
+- impact, per budget node: `alloc_delivered_gpu_seconds_total`, `alloc_owed_gpu_seconds_total`
+  and `alloc_delivered_within_owed_gpu_seconds_total` (owed = effective allocation x ready
+  GPUs, capped at the node's demand; integrated between rounds at each round's rates) and
+  `alloc_delivered_over_owed` since the controller started (Prometheus can take the ratio of
+  the counters over any range); `alloc_wait_seconds{class}` at each start (debug, small,
+  large, unallocated);
+- utilization is not known to the controller (the cluster manager reports it, if at all);
+- the controller: `alloc_round_seconds` (histogram), `alloc_rounds_total{status}` (optimal,
+  feasible, fallback, failed), `alloc_fallbacks_total`, `alloc_starts_total`,
+  `alloc_preemptions_total{reason}`, `alloc_action_failures_total`, `alloc_drains_total`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from alloc.controller.loop import RoundOutcome
+from alloc.domain import Action, BudgetPath, Plan, Snapshot, path_prefixes
+from alloc.metrics.pyramid import wait_class
+from alloc.policy.contract import allocated_in
+
+
+def impact_rates(snapshot: Snapshot, plan: Plan) -> dict[BudgetPath, tuple[float, float]]:
+    """(delivered, owed) GPUs per budget node after the plan: delivered = GPUs its allocated
+    work holds, owed = effective allocation x ready GPUs, capped at its allocated demand."""
+    tree = snapshot.budgets
+    held: defaultdict[BudgetPath, float] = defaultdict(float)
+    demand: defaultdict[BudgetPath, float] = defaultdict(float)
+    for w in snapshot.workloads:
+        if not w.budget or not allocated_in(tree, w):
+            continue
+        holds = plan.decision(w.id).action in (Action.START, Action.KEEP)
+        for p in path_prefixes(w.budget):
+            demand[p] += w.gpus
+            held[p] += w.gpus if holds else 0.0
+    ready = float(plan.metrics.get("ready_gpus", snapshot.cluster.ready_gpus))
+    return {
+        p: (held[p], min(tree.effective_allocation(p) * ready, demand[p]))
+        for p in tree.paths()
+        if p
+    }
+
+
+class ControllerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        r = self.registry = registry or CollectorRegistry()
+        self.round_seconds = Histogram(
+            "alloc_round_seconds",
+            "Seconds of a whole round (snapshot, solve, apply, record)",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+            registry=r,
+        )
+        self.rounds = Counter("alloc_rounds", "Rounds by solver status", ["status"], registry=r)
+        self.fallbacks = Counter(
+            "alloc_fallbacks", "Rounds the greedy fallback answered", registry=r
+        )
+        self.starts = Counter("alloc_starts", "Workloads started", registry=r)
+        self.preemptions = Counter(
+            "alloc_preemptions", "Workloads preempted", ["reason"], registry=r
+        )
+        self.action_failures = Counter(
+            "alloc_action_failures", "Actions the cluster refused", registry=r
+        )
+        self.drains = Counter("alloc_drains", "Drained hosts handed over", registry=r)
+        self.installed = Gauge("alloc_installed_gpus", "GPUs installed", registry=r)
+        self.ready = Gauge("alloc_ready_gpus", "GPUs on ready hosts", registry=r)
+        self.held = Gauge(
+            "alloc_held_gpus", "GPUs held by work on ready hosts", ["occupancy"], registry=r
+        )
+        self.delivered = Counter(
+            "alloc_delivered_gpu_seconds",
+            "Allocated GPU-seconds a budget node's work held",
+            ["budget"],
+            registry=r,
+        )
+        self.owed = Counter(
+            "alloc_owed_gpu_seconds", "GPU-seconds a budget node was owed", ["budget"], registry=r
+        )
+        self.within = Counter(
+            "alloc_delivered_within_owed_gpu_seconds",
+            "Delivered GPU-seconds up to what was owed",
+            ["budget"],
+            registry=r,
+        )
+        self.ratio = Gauge(
+            "alloc_delivered_over_owed",
+            "Delivered within owed / owed since the controller started",
+            ["budget"],
+            registry=r,
+        )
+        self.waits = Histogram(
+            "alloc_wait_seconds",
+            "Wait from submission to start, by class",
+            ["class"],
+            buckets=(10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400),
+            registry=r,
+        )
+        self._last: tuple[float, dict[BudgetPath, tuple[float, float]]] | None = None
+        self._sums: defaultdict[BudgetPath, list[float]] = defaultdict(lambda: [0.0, 0.0])
+
+    def observe(self, outcome: RoundOutcome) -> None:
+        self.round_seconds.observe(outcome.seconds)
+        plan, snapshot = outcome.plan, outcome.snapshot
+        if outcome.error or plan is None or snapshot is None:
+            self.rounds.labels("failed").inc()
+            return
+        self.rounds.labels(plan.report.status).inc()
+        if plan.report.status == "fallback" and plan.report.solver == "milp":
+            self.fallbacks.inc()
+        self.starts.inc(outcome.started)
+        self.action_failures.inc(outcome.failed)
+        self.drains.inc(len(plan.drained_hosts))
+        for d in plan.decisions:
+            if d.action is Action.PREEMPT:
+                self.preemptions.labels(d.reason.value).inc()
+            elif d.action is Action.START:
+                w = snapshot.by_id[d.workload]
+                cls = wait_class(w.gpus, w.min_runtime_s, allocated_in(snapshot.budgets, w))
+                self.waits.labels(cls).observe((snapshot.now - w.submitted).total_seconds())
+        m = plan.metrics
+        ready = float(m.get("ready_gpus", 0.0))
+        self.installed.set(float(m.get("installed_gpus", 0.0)))
+        self.ready.set(ready)
+        self.held.labels("allocated").set(float(m.get("allocated_occupancy", 0.0)) * ready)
+        self.held.labels("unallocated").set(float(m.get("unallocated_occupancy", 0.0)) * ready)
+        self._integrate(outcome.at_s, impact_rates(snapshot, plan))
+
+    def _integrate(self, now_s: float, rates: dict[BudgetPath, tuple[float, float]]) -> None:
+        """The previous round's rates held until this round."""
+        if self._last is not None:
+            then, before = self._last
+            dt = max(0.0, now_s - then)
+            for p, (delivered, owed) in before.items():
+                got = min(delivered, owed)
+                self.delivered.labels(p).inc(delivered * dt)
+                self.owed.labels(p).inc(owed * dt)
+                self.within.labels(p).inc(got * dt)
+                sums = self._sums[p]
+                sums[0] += got * dt
+                sums[1] += owed * dt
+                self.ratio.labels(p).set(sums[0] / sums[1] if sums[1] > 0 else 1.0)
+        self._last = (now_s, rates)
+
+    def serve(self, port: int, address: str = "127.0.0.1") -> None:
+        """/metrics over HTTP (a daemon thread); nothing else is served."""
+        start_http_server(port, address, registry=self.registry)
