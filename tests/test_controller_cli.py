@@ -142,3 +142,24 @@ def test_metrics_are_served_for_prometheus(config, tmp_path):
     assert lines['alloc_owed_gpu_seconds_total{budget="vision"}'] == 8 * 900
     assert lines['alloc_delivered_over_owed{budget="vision"}'] == 0.0
     assert 'alloc_wait_seconds_count{class="small"}' in lines
+
+
+def test_a_share_changed_while_the_controller_runs_is_used_from_its_next_round(config):
+    from alloc.controller import Controller
+    from alloc.controller.build import executor_for
+    from alloc.io.controller_config import load_controller_config
+
+    settings = load_controller_config(config)
+    store = StateStore(settings.state_url)
+    controller = Controller(executor_for(settings), store, 0.0, settings.budgets)
+    first = controller.round_once()
+    assert first.snapshot is not None
+    assert first.snapshot.budgets.node("vision").share == 0.5
+    result = alloc("budgets", "set", "vision", "30%", "--as", "anyone", "--config", config)
+    assert result.exit_code == 2  # the config names no owners: nobody may
+    store.change_share(0.0, "director", "vision", 0.5, 0.3)  # as an owner would
+    second = controller.round_once()
+    assert second.snapshot is not None
+    assert second.snapshot.budgets.node("vision").share == 0.3
+    assert second.snapshot.budgets.effective_allocation("nlp") == 0.5
+    store.close()

@@ -220,7 +220,7 @@ def _live(config: Path) -> Snapshot:
     executor = executor_for(settings)
     store = StateStore(settings.state_url)
     try:
-        return live_snapshot(executor, store)
+        return live_snapshot(executor, store, settings.budgets)
     finally:
         store.close()
 
@@ -387,6 +387,10 @@ app.add_typer(trace_app, name="trace")
 from alloc.cli.controller_cmd import controller_app  # noqa: E402
 
 app.add_typer(controller_app, name="controller")
+
+from alloc.cli.budgets_cmd import budgets_app  # noqa: E402
+
+app.add_typer(budgets_app, name="budgets")
 
 
 from alloc.cli.sim_cmd import simulate as _simulate  # noqa: E402

@@ -45,7 +45,7 @@ def run(
         except Exception as exc:  # noqa: BLE001 - SQLAlchemy: a bad URL or database
             message = f"cannot open {settings.state_url}: {exc}"
             raise InputError(str(config), "state", message) from None
-        controller = Controller(cluster, store, settings.interval_s)
+        controller = Controller(cluster, store, settings.interval_s, settings.budgets)
         metrics = ControllerMetrics()
         if settings.metrics_port:
             try:

@@ -6,21 +6,29 @@ from __future__ import annotations
 from dataclasses import replace
 
 from alloc.adapters.base import Executor
+from alloc.controller.budgets import with_shares
 from alloc.controller.state import StateStore
-from alloc.domain import Snapshot
+from alloc.domain import BudgetTree, Snapshot
 from alloc.io import InputError
 from alloc.io.controller_config import ControllerSettings
 
 
-def live_snapshot(executor: Executor, store: StateStore) -> Snapshot:
-    """The cluster now, with the window's usage from the ledger (read-only: status, explain)."""
-    return with_window_usage(executor.snapshot(), store)
+def live_snapshot(
+    executor: Executor, store: StateStore, budgets: BudgetTree | None = None
+) -> Snapshot:
+    """The cluster now as a round would see it (read-only: status, explain)."""
+    return controller_view(executor.snapshot(), store, budgets)
 
 
-def with_window_usage(snapshot: Snapshot, store: StateStore) -> Snapshot:
-    """The fair-share usage of the window is what the controller's own ledger charged."""
+def controller_view(
+    snapshot: Snapshot, store: StateStore, budgets: BudgetTree | None = None
+) -> Snapshot:
+    """The snapshot with what the controller owns: the budget tree (the config's, with the
+    shares managers changed since: alloc budgets set) and the window's usage from its own
+    ledger."""
+    tree = with_shares(budgets, store.shares()) if budgets is not None else snapshot.budgets
     usage = store.window_gpu_hours(snapshot.now.timestamp(), snapshot.policy.lookback_s)
-    return replace(snapshot, usage_gpu_hours=usage)
+    return replace(snapshot, budgets=tree, usage_gpu_hours=usage)
 
 
 def executor_for(settings: ControllerSettings, kind: str | None = None) -> Executor:

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from alloc.adapters.base import Executor
-from alloc.controller.build import with_window_usage
+from alloc.controller.build import controller_view
 from alloc.controller.state import Run, StateStore
-from alloc.domain import Action, Plan, Snapshot
+from alloc.domain import Action, BudgetTree, Plan, Snapshot
 from alloc.policy.contract import allocated_in
 from alloc.round import run_round
 from alloc.solve.validate import validate
@@ -54,6 +54,7 @@ class Controller:
     executor: Executor
     store: StateStore
     interval_s: float = 60.0
+    budgets: BudgetTree | None = None  # the config's tree (shares changed since: the store's)
     clock: Callable[[], float] = time.time
     history: list[RoundOutcome] = field(default_factory=list)
 
@@ -70,10 +71,12 @@ class Controller:
         return outcome
 
     def _round(self) -> RoundOutcome:
-        snapshot = self.executor.snapshot()
+        # The controller's budget tree first (charges follow it), then this round's sightings,
+        # then the window's usage including them.
+        snapshot = controller_view(self.executor.snapshot(), self.store, self.budgets)
         now_s = snapshot.now.timestamp()
         self._observe(snapshot, now_s)
-        snapshot = with_window_usage(snapshot, self.store)
+        snapshot = controller_view(snapshot, self.store)
         plan = run_round(snapshot)
         problems = validate(snapshot, plan)
         if problems:  # run_round validates: this is a bug, and nothing of the plan is applied

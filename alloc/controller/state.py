@@ -83,6 +83,17 @@ actions = Table(
     Column("detail", String(2000), nullable=False),
 )
 
+budget_changes = Table(
+    "budget_changes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at_s", Float, nullable=False),
+    Column("who", String(200), nullable=False),
+    Column("path", String(1000), nullable=False),
+    Column("old", Float, nullable=False),
+    Column("new", Float, nullable=False),
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Run:
@@ -252,6 +263,27 @@ class StateStore:
     def actions_of(self, round_id: int) -> list[Mapping[str, object]]:
         with self.engine.connect() as db:
             rows = db.execute(select(actions).where(actions.c.round_id == round_id))
+            return [dict(r._mapping) for r in rows]
+
+    # budget governance (alloc.controller.budgets checks who may change what)
+
+    def change_share(self, at_s: float, who: str, path: BudgetPath, old: float, new: float) -> None:
+        with self.engine.begin() as db:
+            db.execute(
+                insert(budget_changes).values(at_s=at_s, who=who, path=path, old=old, new=new)
+            )
+
+    def shares(self) -> dict[BudgetPath, float]:
+        """Each changed node's latest share."""
+        with self.engine.connect() as db:
+            rows = db.execute(
+                select(budget_changes.c.path, budget_changes.c.new).order_by(budget_changes.c.id)
+            )
+            return {BudgetPath(p): float(n) for p, n in rows}
+
+    def budget_history(self) -> list[Mapping[str, object]]:
+        with self.engine.connect() as db:
+            rows = db.execute(select(budget_changes).order_by(budget_changes.c.id))
             return [dict(r._mapping) for r in rows]
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from alloc.io.durations import parse_duration, parse_time
 
 
-def _share(value: object) -> float:
+def parse_share(value: object) -> float:
     """A percentage of the parent's share: `35%` or `35` -> 0.35. A bare number between 0 and 1
     is refused as ambiguous (0.5 would be half a percent, not half)."""
     if isinstance(value, bool):
@@ -55,7 +55,7 @@ Duration = Annotated[float, BeforeValidator(parse_duration), WithJsonSchema(_DUR
 Time = Annotated[datetime, BeforeValidator(parse_time), WithJsonSchema(_TIME_SCHEMA)]
 Share = Annotated[
     float,
-    BeforeValidator(_share),
+    BeforeValidator(parse_share),
     WithJsonSchema(
         {
             "anyOf": [

@@ -1,0 +1,127 @@
+"""`alloc budgets show|set|history --config FILE`: the controller's budget tree and who changed
+which share when (alloc.controller.budgets says who may)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from alloc.io import InputError
+
+budgets_app = typer.Typer(no_args_is_help=True, help="Show and change budget shares.")
+ConfigOpt = Annotated[Path, typer.Option("--config", help="Controller config YAML.")]
+
+
+def _open(config: Path):  # type: ignore[no-untyped-def]
+    from alloc.controller.budgets import with_shares
+    from alloc.controller.state import StateStore
+    from alloc.io.controller_config import load_controller_config
+
+    settings = load_controller_config(config)
+    store = StateStore(settings.state_url)
+    return settings, store, with_shares(settings.budgets, store.shares())
+
+
+@budgets_app.command("show")
+def show(config: ConfigOpt) -> None:
+    """The tree: each node's share of its parent, effective allocation, owners (inherited
+    down the tree) and charged GPU-hours over the window."""
+    from alloc.cli.app import _run, out
+    from alloc.controller.budgets import owners_of
+
+    def act() -> None:
+        settings, store, tree = _open(config)
+        rounds = store.rounds(last=1)
+        now = float(rounds[0]["at_s"]) if rounds else time.time()  # type: ignore[arg-type]
+        own = store.window_gpu_hours(now, settings.policy.lookback_s)
+        store.close()
+        table = Table(title=f"budgets of {settings.name}", title_justify="left")
+        for head in ("node", "share", "effective", "owners (with inherited)", "usage GPU-h"):
+            table.add_column(head, justify="left" if head.startswith(("node", "own")) else "right")
+        for path in tree.paths():
+            depth = path.count("/") + 1 if path else 0
+            name = tree.node(path).name if path else tree.root.name
+            usage = sum(
+                h for p, h in own.items() if p == path or p.startswith(f"{path}/") or not path
+            )
+            table.add_row(
+                escape("  " * depth + name),
+                f"{tree.node(path).share:.1%}",
+                f"{tree.effective_allocation(path):.2%}",
+                escape(", ".join(sorted(owners_of(tree, path))) or "-"),
+                f"{usage:,.1f}",
+            )
+        out.print(table)
+
+    _run(act)
+
+
+@budgets_app.command("set")
+def set_share(
+    path: Annotated[str, typer.Argument(help="Budget node, e.g. nlp/olmo.")],
+    share: Annotated[str, typer.Argument(help="Its new share of its parent, e.g. 35%.")],
+    as_user: Annotated[str, typer.Option("--as", help="Who makes the change.")],
+    config: ConfigOpt,
+) -> None:
+    """Change a node's share; only an owner of its parent may. Audited; the controller uses
+    it from its next round on."""
+    from alloc.cli.app import _run, out
+    from alloc.controller.budgets import GovernanceError, check_change
+    from alloc.domain import BudgetPath
+    from alloc.io.schema import parse_share
+
+    def act() -> None:
+        try:
+            new = parse_share(share)
+        except ValueError as exc:
+            raise InputError("SHARE", "", str(exc)) from None
+        settings, store, tree = _open(config)
+        node = BudgetPath(path.strip("/"))
+        try:
+            old = check_change(tree, node, new, as_user)
+        except GovernanceError as exc:
+            store.close()
+            raise InputError("alloc budgets set", path, str(exc)) from None
+        at = time.time()
+        store.change_share(at, as_user, node, old, new)
+        store.close()
+        out.print(
+            f"{node}: {old:.1%} -> {new:.1%} (by {as_user}, "
+            f"{datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC)",
+            markup=False,
+            highlight=False,
+        )
+
+    _run(act)
+
+
+@budgets_app.command("history")
+def history(config: ConfigOpt) -> None:
+    """Every change of a share: when, who, which node, old and new."""
+    from alloc.cli.app import _run, out
+
+    def act() -> None:
+        _, store, _ = _open(config)
+        rows = store.budget_history()
+        store.close()
+        table = Table(title="budget changes", title_justify="left")
+        for head in ("when (UTC)", "who", "node", "old", "new"):
+            table.add_column(head)
+        for r in rows:
+            when = datetime.fromtimestamp(float(r["at_s"]), UTC)  # type: ignore[arg-type]
+            table.add_row(
+                f"{when:%Y-%m-%d %H:%M:%S}",
+                escape(str(r["who"])),
+                escape(str(r["path"])),
+                f"{float(r['old']):.1%}",  # type: ignore[arg-type]
+                f"{float(r['new']):.1%}",
+            )  # type: ignore[arg-type]
+        out.print(table)
+
+    _run(act)

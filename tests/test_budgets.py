@@ -1,0 +1,95 @@
+"""Budget governance: only an owner of a node's parent (owners inherited down the tree) may
+change its share; every change is audited; the controller's next round uses it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from alloc.cli.app import app
+from alloc.controller import StateStore
+from alloc.controller.budgets import GovernanceError, check_change, owners_of, with_shares
+from alloc.domain import BudgetNode, BudgetTree
+
+TREE = BudgetTree(BudgetNode("lab", 1.0, ("director",), (
+    BudgetNode("nlp", 0.6, ("pm-nlp",), (
+        BudgetNode("olmo", 0.7, ("lead-olmo",)), BudgetNode("tulu", 0.3))),
+    BudgetNode("vision", 0.4),
+)))
+
+
+def test_owners_are_inherited_down_the_tree():
+    assert owners_of(TREE, "nlp/olmo") == {"director", "pm-nlp", "lead-olmo"}
+    assert owners_of(TREE, "vision") == {"director"}
+
+
+@pytest.mark.parametrize(
+    ("path", "share", "user", "problem"),
+    [
+        ("nlp/olmo", 0.5, "pm-nlp", None),
+        ("nlp/olmo", 0.5, "director", None),  # an owner above the parent
+        ("nlp", 0.5, "director", None),
+        ("nlp/olmo", 0.5, "lead-olmo", "does not own nlp"),  # owns olmo, not its parent
+        ("nlp", 0.5, "pm-nlp", "does not own the root"),
+        ("vision", 0.5, "intern", "does not own the root"),
+        ("nlp/olmo", 0.8, "pm-nlp", "siblings' shares to 110%"),
+        ("nlp/gpt", 0.1, "pm-nlp", "no budget node 'nlp/gpt'"),
+        ("nlp", 1.5, "director", "between 0% and 100%"),
+    ],
+)
+def test_who_may_change_which_share(path, share, user, problem):
+    if problem is None:
+        assert check_change(TREE, path, share, user) == TREE.node(path).share
+    else:
+        with pytest.raises(GovernanceError, match=problem.replace("(", r"\(")):
+            check_change(TREE, path, share, user)
+
+
+def test_changed_shares_make_the_tree_the_controller_uses():
+    tree = with_shares(TREE, {"nlp/olmo": 0.5, "gone": 0.2})
+    assert tree.node("nlp/olmo").share == 0.5
+    assert tree.effective_allocation("nlp/olmo") == pytest.approx(0.3)
+    assert tree.node("nlp/tulu").share == 0.3 and tree.node("vision").share == 0.4
+
+
+CONFIG = """\
+name: gov
+state: sqlite:///{state}
+metrics: {{port: 0}}
+budgets:
+  name: lab
+  owners: [director]
+  children:
+    - name: nlp
+      share: 60%
+      owners: [pm-nlp]
+      children: [{{name: olmo, share: 70%}}, {{name: tulu, share: 30%}}]
+    - {{name: vision, share: 40%}}
+"""
+
+
+def test_budgets_set_is_audited_and_refused_to_non_owners(tmp_path: Path):
+    config = tmp_path / "c.yaml"
+    config.write_text(CONFIG.format(state=tmp_path / "s.db"))
+    runner = CliRunner()
+    ok = runner.invoke(app, ["budgets", "set", "nlp/olmo", "50%", "--as", "pm-nlp",
+                             "--config", str(config)])
+    assert ok.exit_code == 0, ok.stderr
+    assert ok.stdout.startswith("nlp/olmo: 70.0% -> 50.0% (by pm-nlp,")
+    refused = runner.invoke(app, ["budgets", "set", "vision", "50%", "--as", "pm-nlp",
+                                  "--config", str(config)])
+    assert refused.exit_code == 2
+    assert "'pm-nlp' does not own the root; who may change vision: director" in refused.stderr
+    shown = runner.invoke(app, ["budgets", "show", "--config", str(config)])
+    assert shown.exit_code == 0, shown.stderr
+    (olmo,) = [line for line in shown.stdout.splitlines() if "olmo" in line]
+    assert "50.0%" in olmo and "30.00%" in olmo and "director, pm-nlp" in olmo
+    history = runner.invoke(app, ["budgets", "history", "--config", str(config)])
+    assert "pm-nlp" in history.stdout and "nlp/olmo" in history.stdout
+    store = StateStore(f"sqlite:///{tmp_path / 's.db'}")
+    (change,) = store.budget_history()
+    assert (change["who"], change["path"], change["old"], change["new"]) == (
+        "pm-nlp", "nlp/olmo", 0.7, 0.5)
+    store.close()
