@@ -129,8 +129,11 @@ def test_metrics_are_served_for_prometheus(config, tmp_path):
         metrics.observe(controller.round_once())
     store.close()
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    lines = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-             for line in text.splitlines() if line and not line.startswith("#")}
+    lines = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
     assert lines['alloc_rounds_total{status="fallback"}'] == 4  # the greedy policy's status
     assert lines["alloc_starts_total"] == 2
     assert lines["alloc_ready_gpus"] == 16 and lines['alloc_held_gpus{occupancy="allocated"}'] == 16
@@ -162,4 +165,45 @@ def test_a_share_changed_while_the_controller_runs_is_used_from_its_next_round(c
     assert second.snapshot is not None
     assert second.snapshot.budgets.node("vision").share == 0.3
     assert second.snapshot.budgets.effective_allocation("nlp") == 0.5
+    store.close()
+
+
+def test_a_change_in_the_cluster_starts_a_round_before_the_interval_is_over(config):
+    import threading
+    import time
+
+    from alloc.controller import Controller
+    from alloc.controller.build import executor_for
+    from alloc.io.controller_config import load_controller_config
+
+    settings = load_controller_config(config)
+    executor = executor_for(settings)
+    fingerprint = ["before"]
+    executor.changes = lambda: fingerprint[0]  # type: ignore[method-assign]
+    store = StateStore(settings.state_url)
+    controller = Controller(
+        executor, store, interval_s=60.0, event_poll_s=0.05, min_round_gap_s=0.3
+    )
+    stop = threading.Event()
+    times: list[float] = []
+    errors: list[str] = []
+
+    def on_round(outcome) -> None:
+        times.append(time.monotonic())
+        errors.append(outcome.error)
+
+    thread = threading.Thread(target=controller.run, args=(stop, 3), kwargs={"on_round": on_round})
+    thread.start()
+    time.sleep(1.0)
+    assert len(times) == 1  # nothing changed: no round before the 60 s interval
+    fingerprint[0] = "a job arrived"
+    time.sleep(1.0)
+    assert len(times) == 2  # an event round, at least the minimum gap after the first
+    assert times[1] - times[0] >= 0.3
+    fingerprint[0] = "another"  # within the gap of the last round: coalesced, then a round
+    time.sleep(1.0)
+    stop.set()
+    thread.join(timeout=10)
+    assert len(times) == 3
+    assert errors == ["", "", ""]
     store.close()

@@ -66,3 +66,8 @@ class Executor(Protocol):
         """Runs that ended recently, as far as the cluster remembers (read with the last
         snapshot)."""
         ...
+
+    def changes(self) -> str:
+        """A cheap fingerprint of what a round reacts to (jobs queued, running or ended, host
+        states): when it changes between rounds, the controller runs one early (an event)."""
+        ...

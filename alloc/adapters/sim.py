@@ -17,6 +17,12 @@ class SimExecutor:
     def snapshot(self) -> Snapshot:
         return self.world.snapshot()
 
+    def changes(self) -> str:
+        """The simulator's engine drives its rounds from its own events; for a controller,
+        what queues, runs and which hosts are up."""
+        w = self.world
+        return f"{len(w.queued)}/{len(w.running)}/{len(w.removed)}/{w.now_s}"
+
     def ended_runs(self) -> tuple[EndedRun, ...]:
         """Every run the simulated cluster has ended so far (its ledger's closed intervals)."""
         return tuple(

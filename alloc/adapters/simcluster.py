@@ -64,7 +64,8 @@ class SimCluster:
         self.lab = lab
         self.step_s = step_s
         self.checkpoint_s = lab.policy.checkpoint_interval_s
-        self.db = sqlite3.connect(str(path), isolation_level=None)  # transactions by hand
+        # transactions by hand; one caller at a time, from any thread
+        self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         for statement in SCHEMA.split(";"):
             if statement.strip():
@@ -260,6 +261,10 @@ class SimCluster:
             if used.get(name, 0) + gpus > row[0]:
                 return f"host {name} has no room"
         return ""
+
+    def changes(self) -> str:
+        """The cluster changes only when a plan is applied (its clock moves then)."""
+        return str(self._now())
 
     def ended_runs(self) -> tuple[EndedRun, ...]:
         out = []

@@ -45,7 +45,14 @@ def run(
         except Exception as exc:  # noqa: BLE001 - SQLAlchemy: a bad URL or database
             message = f"cannot open {settings.state_url}: {exc}"
             raise InputError(str(config), "state", message) from None
-        controller = Controller(cluster, store, settings.interval_s, settings.budgets)
+        controller = Controller(
+            cluster,
+            store,
+            settings.interval_s,
+            settings.budgets,
+            event_poll_s=settings.event_poll_s,
+            min_round_gap_s=settings.min_round_gap_s,
+        )
         metrics = ControllerMetrics()
         if settings.metrics_port:
             try:

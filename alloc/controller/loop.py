@@ -55,6 +55,8 @@ class Controller:
     store: StateStore
     interval_s: float = 60.0
     budgets: BudgetTree | None = None  # the config's tree (shares changed since: the store's)
+    event_poll_s: float = 0.0  # look for changes this often between rounds (0: periodic only)
+    min_round_gap_s: float = 10.0  # an event round comes at least this long after the last
     clock: Callable[[], float] = time.time
     history: list[RoundOutcome] = field(default_factory=list)
 
@@ -136,4 +138,33 @@ class Controller:
                 wait, backoff = self.interval_s, 1.0
             if rounds is not None and done >= rounds:
                 break
-            stop.wait(wait)
+            self._wait(stop, wait, outcome.error == "")
+
+    def _wait(self, stop: threading.Event, wait_s: float, events: bool) -> None:
+        """Until the next periodic round, or an event: the cluster's fingerprint changed
+        (a job arrived or ended, a host changed), at least `min_round_gap_s` after the last
+        round (events coalesce)."""
+        began = time.monotonic()
+        last = self._changes() if events and self.event_poll_s > 0 else None
+        while not stop.is_set():
+            elapsed = time.monotonic() - began
+            left = wait_s - elapsed
+            if left <= 0:
+                return
+            if last is None:  # periodic rounds only
+                stop.wait(left)
+                return
+            if stop.wait(min(left, max(self.event_poll_s, self.min_round_gap_s - elapsed))):
+                return
+            if time.monotonic() - began >= min(self.min_round_gap_s, wait_s):
+                now = self._changes()
+                if now is not None and now != last:
+                    log.info("round on an event")
+                    return
+
+    def _changes(self) -> str | None:
+        try:
+            return self.executor.changes()
+        except Exception as exc:  # noqa: BLE001 - the next round reports the cluster's state
+            log.warning("cannot read the cluster's changes: %s", exc)
+            return None

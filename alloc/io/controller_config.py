@@ -4,7 +4,9 @@ instance: every error names the file, the line and the field.
 ```yaml
 name: h100-west
 executor: slurm            # slurm | sim (a simulated cluster in a file, below)
-interval: 60s              # a round at least this often (and on events)
+interval: 60s              # a round at least this often
+event_poll: 2s             # and one early when the cluster changes (looked at this often; 0: off)
+min_round_gap: 10s         # but not sooner than this after the last round
 state: sqlite:///var/lib/alloc/state.db   # or postgresql://user@host/alloc (SQLAlchemy URL)
 policy: {solver: milp, time_limit: 10s}   # as in an instance
 budgets:                   # the allocation tree, as in an instance
@@ -69,6 +71,8 @@ class ControllerIn(_Strict):
     name: Name = "alloc"
     executor: Literal["slurm", "sim"] = "slurm"
     interval: Duration = 60.0
+    event_poll: Duration = 2.0
+    min_round_gap: Duration = 10.0
     state: Name = "sqlite:///alloc-state.db"
     policy: PolicyIn = PolicyIn()
     budgets: BudgetIn
@@ -102,6 +106,8 @@ class ControllerSettings:
     executor: str
     interval_s: float
     state_url: str
+    event_poll_s: float
+    min_round_gap_s: float
     policy: Policy
     budgets: BudgetTree
     slurm: SlurmSettings
@@ -152,6 +158,8 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
         executor=raw.executor,
         interval_s=raw.interval,
         state_url=raw.state,
+        event_poll_s=raw.event_poll,
+        min_round_gap_s=raw.min_round_gap,
         policy=policy_from(raw.policy),
         budgets=tree,
         slurm=SlurmSettings(

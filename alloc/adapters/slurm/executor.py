@@ -18,6 +18,7 @@ one not stopped again) and reported ok with what was found.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
@@ -94,6 +95,12 @@ class SlurmExecutor:
 
     def ended_runs(self) -> tuple[EndedRun, ...]:
         return self._ended
+
+    def changes(self) -> str:
+        """Jobs with their states and nodes with theirs, in Slurm's short forms (cheap)."""
+        jobs = self.commands.run("squeue", "-h", "-o", "%i %T %r")
+        nodes = self.commands.run("sinfo", "-h", "-N", "-o", "%N %t")
+        return hashlib.sha256((jobs + "\n" + nodes).encode()).hexdigest()
 
     def apply(self, plan: Plan) -> ApplyReport:
         """Preemptions first (they free the nodes), then starts, then holds and drains."""
