@@ -3,6 +3,8 @@ so a restarted controller neither loses nor repeats a charge (no cluster needed)
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from alloc.controller.state import Run, StateStore
@@ -10,10 +12,27 @@ from alloc.controller.state import Run, StateStore
 H = 3600.0
 
 
-@pytest.fixture(params=["memory", "file"])
+POSTGRES = os.environ.get("ALLOC_TEST_POSTGRES_URL")  # set by .ci/run (.ci/postgres)
+
+
+@pytest.fixture(params=["memory", "file", "postgres"])
 def store(request, tmp_path):
-    url = "sqlite:///:memory:" if request.param == "memory" else f"sqlite:///{tmp_path}/s.db"
+    if request.param == "postgres":
+        if not POSTGRES:
+            if os.environ.get("ALLOC_REQUIRE_POSTGRES") == "1":
+                pytest.fail("ALLOC_REQUIRE_POSTGRES=1 but ALLOC_TEST_POSTGRES_URL is not set")
+            pytest.skip("no PostgreSQL (.ci/run starts one: .ci/postgres)")
+        url = POSTGRES
+    elif request.param == "memory":
+        url = "sqlite:///:memory:"
+    else:
+        url = f"sqlite:///{tmp_path}/s.db"
     s = StateStore(url)
+    if request.param == "postgres":
+        from alloc.controller.state import metadata
+
+        metadata.drop_all(s.engine)  # each test starts from an empty database
+        metadata.create_all(s.engine)
     yield s
     s.close()
 
@@ -79,3 +98,34 @@ def test_the_window_charges_allocated_runs_by_budget_open_ones_up_to_now(store):
         "a": pytest.approx(4.0),
         "b": pytest.approx(2.0),
     }
+
+
+def test_plans_actions_and_budget_changes_are_kept(store):
+    from conftest import host, instance, solve_checked, workload
+
+    from alloc.adapters.base import ActionResult, ApplyReport, HostResult
+    from alloc.domain import Action
+
+    plan = solve_checked(
+        instance(hosts=[host("h1")], workloads=[workload("w1", 8), workload("w2", 8, "b")]),
+        "greedy",
+    )
+    round_id = store.record_plan(1000.0, plan)
+    (row,) = store.rounds()
+    assert (row["id"], row["at_s"], row["applied_s"]) == (round_id, 1000.0, None)
+    decided = {d["workload"]: (d["action"], d["reason"]) for d in store.decisions_of(round_id)}
+    assert decided == {d.workload: (d.action.value, d.reason.value) for d in plan.decisions}
+    report = ApplyReport(
+        (ActionResult("w1", Action.START, True, "released on h1"),),
+        (HostResult("h9", False, "scontrol: no such node"),),
+    )
+    store.record_apply(round_id, 1001.0, report)
+    assert store.rounds()[0]["applied_s"] == 1001.0
+    assert {(a["workload"], a["ok"]) for a in store.actions_of(round_id)} == {
+        ("w1", True),
+        ("host:h9", False),
+    }
+    store.change_share(1002.0, "pm", "a", 0.5, 0.4)
+    store.change_share(1003.0, "pm", "a", 0.4, 0.3)
+    assert store.shares() == {"a": 0.3}
+    assert [(c["old"], c["new"]) for c in store.budget_history()] == [(0.5, 0.4), (0.4, 0.3)]
