@@ -71,4 +71,5 @@ def test_a_preempted_job_keeps_its_work_up_to_its_last_checkpoint(tmp_path):
     ]
     again = cluster.snapshot()
     assert again.workloads[0].runtime_s == 10 * H - 1 * H  # 1 h kept, 0.5 h lost
-    assert cluster.apply(stop).results[0].detail == "already stopped"
+    again = cluster.apply(stop).results[0]
+    assert (again.detail, again.ok, again.changed) == ("already stopped", True, False)

@@ -86,11 +86,11 @@ def test_jobs_of_two_accounts_start_where_the_plan_puts_them(slurm, executor):
 def test_applying_the_same_plan_twice_changes_nothing_the_second_time(slurm, executor):
     a = slurm.sbatch("nlp", "gpu:8", nodes=2, comment="alloc: min_runtime=1h")
     _, plan, first = round_once(executor)
-    assert [(r.workload, r.ok) for r in first.results] == [(a, True)]
+    assert [(r.workload, r.ok, r.changed) for r in first.results] == [(a, True, True)]
     slurm.wait(lambda jobs: running_on(jobs, a))
     second = executor.apply(plan)
-    assert [(r.ok, r.detail.split(" on ")[0]) for r in second.results] == [
-        (True, "already running")]
+    assert [(r.ok, r.changed, r.detail.split(" on ")[0]) for r in second.results] == [
+        (True, False, "already running")]
     jobs = slurm.wait(lambda jobs: running_on(jobs, a))
     assert jobs[a]["restart_cnt"] == 0
 

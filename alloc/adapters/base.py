@@ -19,6 +19,7 @@ class ActionResult:
     ok: bool
     detail: str = ""
     at: datetime | None = None  # when the cluster carried it out, if it says
+    changed: bool = True  # False: the cluster was already so (a plan applied twice)
 
 
 @dataclass(frozen=True, slots=True)

@@ -211,7 +211,7 @@ class SimCluster:
             "SELECT state, started_s, work_done_s, resumable FROM jobs WHERE id = ?", (job,)
         ).fetchone()
         if row is None or row[0] != "running":
-            return ActionResult(job, Action.PREEMPT, True, "already stopped", self._at(now))
+            return ActionResult(job, Action.PREEMPT, True, "already stopped", self._at(now), False)
         _, started, done, resumable = row
         done, _ = after_preemption(done, now - started, bool(resumable), self.checkpoint_s)
         self.db.execute(
@@ -234,7 +234,7 @@ class SimCluster:
         if state == "running":
             same = set(json.loads(placed)) == {str(h) for h in hosts}
             detail = "already running there" if same else "already running elsewhere"
-            return ActionResult(job, Action.START, same, detail, self._at(now))
+            return ActionResult(job, Action.START, same, detail, self._at(now), False)
         if state != "pending":
             return ActionResult(job, Action.START, False, f"job is {state}", self._at(now))
         problem = self._no_room(hosts)

@@ -42,7 +42,7 @@ class RoundOutcome:
     round_id: int | None = None
     plan: Plan | None = None
     snapshot: Snapshot | None = None  # what the round saw (with the ledger's usage)
-    started: int = 0
+    started: int = 0  # actions that changed the cluster (not "already running")
     preempted: int = 0
     failed: int = 0
     seconds: float = 0.0
@@ -87,7 +87,7 @@ class Controller:
         report = self.executor.apply(plan)
         stopped_s = self.clock()
         for result in report.results:
-            if result.ok and result.action is Action.PREEMPT:
+            if result.ok and result.changed and result.action is Action.PREEMPT:
                 w = snapshot.by_id.get(result.workload)
                 if w is not None and w.started is not None:
                     at = result.at.timestamp() if result.at is not None else stopped_s
@@ -98,8 +98,10 @@ class Controller:
             round_id,
             plan,
             snapshot,
-            started=sum(1 for r in report.results if r.ok and r.action is Action.START),
-            preempted=sum(1 for r in report.results if r.ok and r.action is Action.PREEMPT),
+            started=sum(r.ok and r.changed and r.action is Action.START for r in report.results),
+            preempted=sum(
+                r.ok and r.changed and r.action is Action.PREEMPT for r in report.results
+            ),
             failed=len(report.failed) + len(report.failed_hosts),
         )
 

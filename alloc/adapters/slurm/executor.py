@@ -121,7 +121,17 @@ class SlurmExecutor:
             except SlurmError as e:
                 done = (False, e.message)
             if done is not None:
-                results.append(ActionResult(d.workload, d.action, *done, at=datetime.now(UTC)))
+                ok, detail = done
+                results.append(
+                    ActionResult(
+                        d.workload,
+                        d.action,
+                        ok,
+                        detail,
+                        datetime.now(UTC),
+                        changed=not detail.startswith("already"),
+                    )
+                )
         drained = tuple(self._drained(name, reasons) for name in plan.drained_hosts)
         return ApplyReport(tuple(results), drained)
 
