@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,14 @@ class Cluster:
 def jobs_brief(jobs: dict[str, dict]) -> list[tuple]:
     return [(i, j["job_state"], j.get("state_reason"), j.get("nodes")) for i, j in jobs.items()
             if j["job_state"] in ("PENDING", "RUNNING", "COMPLETING")]
+
+
+def cluster_of(folder: Path, tmp_path_factory) -> Iterator[Cluster]:  # type: ignore[no-untyped-def]
+    """A fixture's body: the local Slurm in `folder`, emptied before and after the test."""
+    env = require_slurm(folder)
+    script = tmp_path_factory.mktemp("slurm") / "job.sh"
+    script.write_text("#!/bin/bash\nsleep 600\n")
+    cluster = Cluster(env, script)
+    cluster.reset()
+    yield cluster
+    cluster.reset()

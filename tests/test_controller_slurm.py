@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from slurm_local import PLAIN, Cluster, require_slurm
+from slurm_local import PLAIN, Cluster, cluster_of
 from typer.testing import CliRunner
 
 from alloc.adapters.slurm import SlurmExecutor, SlurmSite
@@ -39,13 +39,7 @@ slurm:
 
 @pytest.fixture
 def slurm(tmp_path_factory):
-    env = require_slurm(PLAIN)
-    script = tmp_path_factory.mktemp("slurm") / "job.sh"
-    script.write_text("#!/bin/bash\nsleep 600\n")
-    cluster = Cluster(env, script)
-    cluster.reset()
-    yield cluster
-    cluster.reset()
+    yield from cluster_of(PLAIN, tmp_path_factory)
 
 
 def controller(slurm: Cluster, config: Path, rounds: int):

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from slurm_local import PLAIN, TYPED, Cluster, require_slurm
+from slurm_local import PLAIN, TYPED, Cluster, cluster_of
 
 from alloc.adapters.slurm.commands import SlurmCommands
 from alloc.adapters.slurm.executor import DRAINED_REASON, SlurmExecutor
@@ -23,24 +23,14 @@ TREE = BudgetTree(
 SITE = SlurmSite(accounts={"nlp": BudgetPath("nlp"), "vision": BudgetPath("vision")})
 
 
-def _cluster(folder, tmp_path_factory):
-    env = require_slurm(folder)
-    script = tmp_path_factory.mktemp("slurm") / "job.sh"
-    script.write_text("#!/bin/bash\nsleep 600\n")
-    cluster = Cluster(env, script)
-    cluster.reset()
-    yield cluster
-    cluster.reset()
-
-
 @pytest.fixture
 def slurm(tmp_path_factory):
-    yield from _cluster(PLAIN, tmp_path_factory)
+    yield from cluster_of(PLAIN, tmp_path_factory)
 
 
 @pytest.fixture
 def typed_slurm(tmp_path_factory):
-    yield from _cluster(TYPED, tmp_path_factory)
+    yield from cluster_of(TYPED, tmp_path_factory)
 
 
 def executor_of(cluster: Cluster) -> SlurmExecutor:

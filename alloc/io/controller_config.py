@@ -36,13 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from alloc.domain import BudgetPath, BudgetTree, Policy
-from alloc.io.errors import InputError
-from alloc.io.instance import _budgets, _known_path, _Reporter, first_error, policy_from
+from alloc.io.instance import _budgets, _known_path, load_model, policy_from
 from alloc.io.schema import BudgetIn, Duration, Name, PolicyIn, _Strict
-from alloc.io.yaml_source import read_yaml
 
 
 class SlurmIn(_Strict):
@@ -119,20 +117,9 @@ class ControllerSettings:
 
 def load_controller_config(path: str | Path) -> ControllerSettings:
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(file, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file, "", f"cannot read the file: {exc}") from None
-    data, lines = read_yaml(text, file)
-    report = _Reporter(file, lines)
-    if not isinstance(data, dict):
-        raise report.error((), "a controller config is a mapping with budgets (and executor...)")
-    try:
-        raw = ControllerIn.model_validate(data)
-    except ValidationError as exc:
-        raise first_error(exc, report) from None
+    raw, report = load_model(
+        path, ControllerIn, "a controller config is a mapping with budgets (and executor...)"
+    )
     if raw.interval <= 0:
         raise report.error(("interval",), "the controller needs an interval above 0, e.g. 60s")
     tree = _budgets(raw.budgets, report)

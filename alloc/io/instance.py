@@ -10,7 +10,7 @@ import difflib
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -46,14 +46,34 @@ class _Reporter:
 
 
 def load_instance(path: str | Path) -> Snapshot:
-    p = Path(path)
+    return parse_instance(read_text(path), str(path))
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 file's text; InputError naming the file when it cannot be read."""
     try:
-        text = p.read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(str(path), "", "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(str(path), "", f"cannot read the file: {exc}") from None
-    return parse_instance(text, str(path))
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_model(path: str | Path, model: type[M], what: str) -> tuple[M, _Reporter]:
+    """A YAML file read and validated as `model` (`what` says what a valid one is when the
+    file is not a mapping), and the reporter that names its lines."""
+    file = str(path)
+    data, lines = read_yaml(read_text(path), file)
+    report = _Reporter(file, lines)
+    if not isinstance(data, dict):
+        raise report.error((), what)
+    try:
+        return model.model_validate(data), report
+    except ValidationError as exc:
+        raise first_error(exc, report) from None
 
 
 def parse_instance(text: str, file: str = "<instance>") -> Snapshot:

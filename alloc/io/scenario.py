@@ -10,27 +10,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from alloc.domain import Policy, Snapshot
-from alloc.io.errors import InputError
-from alloc.io.instance import _budgets, _Reporter, _usage, first_error, policy_from
+from alloc.io.instance import _budgets, _usage, first_error, load_model, policy_from
 from alloc.io.schema import PolicyIn, ScenarioIn
-from alloc.io.yaml_source import read_yaml
 
 
 def load_scenario(path: str | Path, base: Snapshot) -> tuple[str, Snapshot]:
     """The scenario's name (its `name:` or the file's stem) and the lab it makes."""
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(file, "", f"cannot read the file: {exc}") from None
-    data, lines = read_yaml(text, file)
-    report = _Reporter(file, lines)
-    if not isinstance(data, dict):
-        raise report.error((), "a scenario is a mapping with budgets (and policy, usage)")
-    try:
-        raw = ScenarioIn.model_validate(data)
-    except ValidationError as exc:
-        raise first_error(exc, report) from None
+    raw, report = load_model(
+        path, ScenarioIn, "a scenario is a mapping with budgets (and policy, usage)"
+    )
     tree = _budgets(raw.budgets, report)
     try:
         policy = policy_from(PolicyIn.model_validate({**_as_input(base.policy), **raw.policy}))
