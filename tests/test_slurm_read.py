@@ -140,3 +140,17 @@ def test_only_the_managed_partitions_are_read():
     site = SlurmSite(accounts=SITE.accounts, partitions=("gpu",))
     data = {"jobs": [job(1), job(2, partition="cpu-only")]}
     assert [j.workload.id for j in jobs_from_squeue(data, site, CLUSTER, EIGHT_H)] == ["1"]
+
+
+def test_ended_jobs_are_runs_with_slurms_own_times_unless_they_never_ran():
+    from alloc.adapters.slurm.read import ended_from_squeue
+
+    data = {"jobs": [
+        job(21, "COMPLETED", start_time=1796000000, end_time=1796003600, nodes="n1"),
+        job(22, "CANCELLED", start_time=1796000500, end_time=1796000500, nodes=""),
+        job(23, "FAILED", start_time=1796000000, end_time=1796000060, nodes="n2"),
+        job(24, "RUNNING", start_time=1796000000, end_time=1796009999, nodes="n3"),
+    ]}
+    ended = {w.id: (w.started.timestamp(), end.timestamp())
+             for w, end in ended_from_squeue(data, SITE, CLUSTER, EIGHT_H)}
+    assert ended == {"21": (1796000000, 1796003600), "23": (1796000000, 1796000060)}

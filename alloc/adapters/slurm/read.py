@@ -141,7 +141,8 @@ def ended_from_squeue(
     for job in data.get("jobs", ()):
         state = str(job.get("job_state", ""))
         start, end = float(job.get("start_time") or 0), float(job.get("end_time") or 0)
-        if state not in _ENDED or start <= 0 or end < start:
+        # A job cancelled while it waited ends with start = end and no nodes: it never ran.
+        if state not in _ENDED or start <= 0 or end < start or not job.get("nodes"):
             continue
         if site.partitions and job.get("partition") not in site.partitions:
             continue
