@@ -82,6 +82,14 @@ def test_repeating_a_sighting_changes_nothing(store):
     ]
 
 
+def test_a_job_the_cluster_requeued_on_its_own_is_charged_once(store):
+    # j1 ran from 0, the cluster requeued it (no end reported) and it ran again from 30: the
+    # first run ended by 30 at the latest, not at the round that noticed (60).
+    store.observe(10.0, [run("j1", 0.0)])
+    store.observe(60.0, [run("j1", 30.0)])
+    assert store.runs() == [run("j1", 0.0, end=30.0), run("j1", 30.0)]
+
+
 def test_a_sighting_older_than_a_run_does_not_close_it(store):
     store.observe(300.0, [run("j3", 290.0)])
     assert store.observe(100.0, []) == (0, 0)

@@ -154,3 +154,27 @@ def test_ended_jobs_are_runs_with_slurms_own_times_unless_they_never_ran():
     ended = {w.id: (w.started.timestamp(), end.timestamp())
              for w, end in ended_from_squeue(data, SITE, CLUSTER, EIGHT_H)}
     assert ended == {"21": (1796000000, 1796003600), "23": (1796000000, 1796000060)}
+
+
+@pytest.mark.parametrize(
+    ("more", "blocked"),
+    [
+        ({"state_reason": "Dependency"}, "Slurm holds it back (Dependency)"),
+        ({"state_reason": "BeginTime"}, "Slurm holds it back (BeginTime)"),
+        ({"state_reason": "QOSMaxGRESPerUser"}, "Slurm holds it back"),
+        ({"state_reason": "JobHeldUser"}, ""),
+        ({"state_reason": "Priority"}, ""),
+        ({"state_reason": "JobHeldUser", "node_count": 3, "tres_per_node": "gres:gpu:4"},
+         "takes whole nodes"),
+        ({"state_reason": "JobHeldUser", "node_count": 2, "tres_per_node": "gres:gpu:8"}, ""),
+    ],
+    ids=["dependency", "begin time", "limit", "held", "priority", "3 x 4 GPUs", "2 whole nodes"],
+)
+def test_jobs_no_round_may_place_are_marked_with_the_reason(more, blocked):
+    (read,) = jobs_from_squeue({"jobs": [job(1, **more)]}, SITE, CLUSTER, EIGHT_H)
+    assert blocked in read.blocked and (blocked != "" or read.blocked == "")
+
+
+def test_a_drain_reason_saying_retire_in_any_case_retires_the_host():
+    data = {"nodes": [node("n1", flags=["DRAIN"], reason="RETIRE at end of lease")]}
+    assert hosts_from_sinfo(data, SITE)[0].state is HostState.RETIRED

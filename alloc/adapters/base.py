@@ -29,6 +29,7 @@ class HostResult:
     host: HostName
     ok: bool
     detail: str = ""
+    changed: bool = True  # False: nothing was done (already marked, or work still there)
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,8 @@ def set_share(
             new = parse_share(share)
         except ValueError as exc:
             raise InputError("SHARE", "", str(exc)) from None
+        if not 0 < len(as_user) <= 200 or not as_user.isprintable():
+            raise InputError("--as", "", "a user name of 1 to 200 printable characters")
         settings, store, tree = _open(config)
         node = BudgetPath(path.strip("/"))
         try:

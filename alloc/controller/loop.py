@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from alloc.adapters.base import Executor
+from alloc.adapters.base import ApplyReport, Executor
 from alloc.controller.build import controller_view
 from alloc.controller.state import Run, StateStore
 from alloc.domain import Action, BudgetTree, Plan, Snapshot
@@ -42,6 +42,7 @@ class RoundOutcome:
     round_id: int | None = None
     plan: Plan | None = None
     snapshot: Snapshot | None = None  # what the round saw (with the ledger's usage)
+    report: ApplyReport | None = None  # what the executor did
     started: int = 0  # actions that changed the cluster (not "already running")
     preempted: int = 0
     failed: int = 0
@@ -98,6 +99,7 @@ class Controller:
             round_id,
             plan,
             snapshot,
+            report,
             started=sum(r.ok and r.changed and r.action is Action.START for r in report.results),
             preempted=sum(
                 r.ok and r.changed and r.action is Action.PREEMPT for r in report.results

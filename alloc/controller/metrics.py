@@ -116,12 +116,15 @@ class ControllerMetrics:
             self.fallbacks.inc()
         self.starts.inc(outcome.started)
         self.action_failures.inc(outcome.failed)
-        self.drains.inc(len(plan.drained_hosts))
-        for d in plan.decisions:
-            if d.action is Action.PREEMPT:
+        report = outcome.report
+        done = [r for r in report.results if r.ok and r.changed] if report else []
+        self.drains.inc(sum(h.ok and h.changed for h in report.hosts) if report else 0)
+        for r in done:  # what the cluster did, not what the plan said again
+            d = plan.decision(r.workload)
+            if r.action is Action.PREEMPT:
                 self.preemptions.labels(d.reason.value).inc()
-            elif d.action is Action.START:
-                w = snapshot.by_id[d.workload]
+            elif r.action is Action.START:
+                w = snapshot.by_id[r.workload]
                 cls = wait_class(w.gpus, w.min_runtime_s, allocated_in(snapshot.budgets, w))
                 self.waits.labels(cls).observe((snapshot.now - w.submitted).total_seconds())
         m = plan.metrics

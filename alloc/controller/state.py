@@ -142,10 +142,16 @@ class StateStore:
                     closed += 1
                 elif known[key] is None and key not in seen:
                     closed += _close(db, key, r.ended_s if r.ended_s is not None else now_s)
+            # A run no longer seen ended by now at the latest, and before any later run of the
+            # same job began (a cluster that requeued it on its own: it stopped, then ran again).
+            later: dict[str, list[float]] = {}
+            for w, start in [*known, *seen]:
+                later.setdefault(w, []).append(start)
             for key, end in known.items():
                 # a sighting older than the run cannot know it (a clock going back)
                 if end is None and key not in seen and key not in ended_by and now_s >= key[1]:
-                    closed += _close(db, key, now_s)
+                    after = [t for t in later[key[0]] if t > key[1]]
+                    closed += _close(db, key, min([now_s, *after]))
         return opened, closed
 
     def close_run(self, workload: WorkloadId, started_s: float, ended_s: float) -> bool:
@@ -244,6 +250,7 @@ class StateStore:
                 detail=h.detail[:2000],
             )
             for h in report.hosts
+            if h.changed or not h.ok  # a host already marked is not news every round
         ]
         with self.engine.begin() as db:
             if rows:

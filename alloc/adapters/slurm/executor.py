@@ -83,14 +83,16 @@ class SlurmExecutor:
     def snapshot(self) -> Snapshot:
         cluster, jobs, _ = self.read()
         now = datetime.now(UTC)
-        self.problems = {j.workload.id: j.problem for j in jobs if j.problem}
+        self.problems = {
+            j.workload.id: j.blocked or j.problem for j in jobs if j.blocked or j.problem
+        }
         return Snapshot(
             now=now,
             policy=self.policy,
             cluster=cluster,
             budgets=self.budgets,
             usage_gpu_hours={},  # the controller's ledger gives the window's usage
-            workloads=tuple(j.workload for j in jobs),
+            workloads=tuple(j.workload for j in jobs if not j.blocked),
         )
 
     def ended_runs(self) -> tuple[EndedRun, ...]:
@@ -103,11 +105,13 @@ class SlurmExecutor:
         return hashlib.sha256((jobs + "\n" + nodes).encode()).hexdigest()
 
     def apply(self, plan: Plan) -> ApplyReport:
-        """Preemptions first (they free the nodes), then starts, then holds and drains."""
+        """Preemptions first (they free the nodes), then holds, then starts, then drains."""
         _, jobs, reasons = self.read()
         by_id = {j.workload.id: j for j in jobs}
         results = []
-        order = {Action.PREEMPT: 0, Action.START: 1, Action.WAIT: 2}
+        # Preemptions free nodes; holds come before releases, so a job released earlier that
+        # the plan now keeps waiting cannot take the nodes another job is released onto.
+        order = {Action.PREEMPT: 0, Action.WAIT: 1, Action.START: 2}
         acting = sorted(
             (d for d in plan.decisions if d.action in order), key=lambda d: order[d.action]
         )
@@ -132,7 +136,10 @@ class SlurmExecutor:
                         changed=not detail.startswith("already"),
                     )
                 )
-        drained = tuple(self._drained(name, reasons) for name in plan.drained_hosts)
+        # A host is handed to repair once a fresh read finds nothing on it (the plan lists it
+        # in the round its last work is preempted: that work is still stopping).
+        busy = {h for j in jobs if j.state != "PENDING" for h in j.workload.hosts}
+        drained = tuple(self._drained(name, reasons, name in busy) for name in plan.drained_hosts)
         return ApplyReport(tuple(results), drained)
 
     def _act(
@@ -164,10 +171,12 @@ class SlurmExecutor:
             return True, "held"
         return None
 
-    def _drained(self, name: HostName, reasons: Mapping[HostName, str]) -> HostResult:
+    def _drained(self, name: HostName, reasons: Mapping[HostName, str], busy: bool) -> HostResult:
         reason = reasons.get(name, "")
         if reason.startswith(DRAINED_REASON):
-            return HostResult(name, True, "already marked")
+            return HostResult(name, True, "already marked", changed=False)
+        if busy:
+            return HostResult(name, True, "work still on it: marked once it has left", False)
         new = DRAINED_REASON + (f" ({reason})" if reason else "")
         drain = ("scontrol", "update", f"NodeName={name}", "State=DRAIN")
         try:

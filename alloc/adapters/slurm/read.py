@@ -28,6 +28,9 @@ from alloc.domain import BudgetPath, Cluster, Host, HostName, HostState, Workloa
 
 _GRES = re.compile(r"(?:^|,)(?:gres:)?gpu(?::([A-Za-z0-9_.-]+?))?:(\d+)(?:\(|,|$)")
 _RUNNING = {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED"}
+# Pending for these reasons, a job starts when released (held) or when its nodes free; any
+# other reason (a dependency, a begin time, a QOS or partition limit) keeps it waiting in Slurm.
+STARTABLE = {"None", "Priority", "Resources", ""}
 # A job in one of these states ran from start_time to end_time (Slurm keeps it in squeue for
 # MinJobAge seconds, 300 by default).
 _ENDED = {
@@ -64,7 +67,8 @@ class SlurmJob:
     held: bool  # pending and held (alloc starts it by releasing it)
     state: str  # Slurm's job_state
     pinned: str = ""  # the nodes it is required to run on (as alloc set them: "a,b")
-    problem: str = ""  # why its comment was not used: it runs as unallocated work
+    problem: str = ""  # why its comment was not used (it runs as unallocated work)
+    blocked: str = ""  # why no round may place it now (Slurm holds it back, or its shape)
 
 
 def gpus_of(gres: str | None, default_type: str) -> tuple[int, str | None]:
@@ -107,7 +111,8 @@ def _host_state(node: Mapping[str, Any], site: SlurmSite) -> HostState:
         return HostState.MAINTENANCE
     if words & {"DRAIN", "DRAINED", "DRAINING"}:
         reason = str(node.get("reason") or "").lower()
-        return HostState.RETIRED if site.retire_reason in reason else HostState.UNHEALTHY
+        retired = site.retire_reason.lower() in reason
+        return HostState.RETIRED if retired else HostState.UNHEALTHY
     return HostState.READY
 
 
@@ -182,8 +187,26 @@ def _job(
         started=_time(job.get("start_time")) if running else None,
         hosts=placed,
     )
-    held = state == "PENDING" and str(job.get("state_reason", "")).startswith("JobHeld")
-    return SlurmJob(workload, held, state, str(job.get("required_nodes") or ""), contract.problem)
+    reason = str(job.get("state_reason", "") or "")
+    held = state == "PENDING" and reason.startswith("JobHeld")
+    blocked = ""
+    if state == "PENDING" and not held and reason not in STARTABLE:
+        blocked = f"Slurm holds it back ({reason})"  # a dependency, a begin time, a limit...
+    elif per_node and nodes > 1 and not _whole_nodes(per_node, gpu_type or node_type, cluster):
+        blocked = (
+            f"{nodes} nodes x {per_node} GPUs: a job of several nodes takes whole "
+            "nodes (--gres=gpu:<all of a node's GPUs> per node)"
+        )
+    elif running and (not placed or any(h not in cluster.by_name for h in placed)):
+        blocked = "runs on nodes alloc does not manage"
+    return SlurmJob(
+        workload, held, state, str(job.get("required_nodes") or ""), contract.problem, blocked
+    )
+
+
+def _whole_nodes(per_node: int, gpu_type: str | None, cluster: Cluster) -> bool:
+    sizes = {h.gpus for h in cluster.hosts if gpu_type is None or h.gpu_type == gpu_type}
+    return per_node in sizes
 
 
 def _allocation(job: Mapping[str, Any], site: SlurmSite) -> dict[HostName, int]:
