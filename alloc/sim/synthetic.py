@@ -18,11 +18,12 @@ GPU-hours):
 - scavenger: 1-8 GPUs, 1-12 hours, minimum runtime 0 (unallocated), ~8%.
 Arrivals are Poisson with a day/night cycle; at the start every team also has a backlog of 1.5x
 its share in GPUs, so that demand starts near 2x supply. The offered load is 0.95 of the
-cluster's GPU-hours: preemptions destroy part of the work (10-15% of GPU-hours under the
-contract's policies), which comes back as demand, so allocated demand (running and queued) holds
-at about 2x the cluster through the month (SPEC: 2-3x; measured at seed 1 and reported by
-`alloc simulate` as "allocated demand / ready GPUs"). At load 1.0 it grows from 2x to ~3.4x in
-the first week; at 0.9 it falls to ~1.6x.
+cluster's GPU-hours. Work that preemptions destroy comes back as demand, so how demand moves
+depends on the policy (measured at seed 1 over 30 days, `allocated demand / ready GPUs`):
+legacy-priority and fifo destroy little and hold it near 2x (first day 3.0x and 3.2x, last
+day 2.0x and 2.1x); greedy's rebalancing destroyed 148,000 GPU-hours (a fifth of the month's
+capacity) and demand grew from 2.0x to 6.6x. At load 1.0 greedy's grew from 2.2x to 3.4x in
+the first week alone; at 0.9 it fell to ~1.6x.
 Inside a team debug work has priority 2 (researchers mark it
 urgent) and the rest 0 or 1.
 """
