@@ -17,9 +17,7 @@ from alloc.domain import Action, BudgetNode, BudgetPath, BudgetTree, HostState, 
 from alloc.round import run_round
 from alloc.solve.validate import validate
 
-TREE = BudgetTree(
-    BudgetNode("lab", 1.0, (), (BudgetNode("nlp", 0.5), BudgetNode("vision", 0.5)))
-)
+TREE = BudgetTree(BudgetNode("lab", 1.0, (), (BudgetNode("nlp", 0.5), BudgetNode("vision", 0.5))))
 SITE = SlurmSite(accounts={"nlp": BudgetPath("nlp"), "vision": BudgetPath("vision")})
 
 
@@ -80,7 +78,8 @@ def test_applying_the_same_plan_twice_changes_nothing_the_second_time(slurm, exe
     slurm.wait(lambda jobs: running_on(jobs, a))
     second = executor.apply(plan)
     assert [(r.ok, r.changed, r.detail.split(" on ")[0]) for r in second.results] == [
-        (True, False, "already running")]
+        (True, False, "already running")
+    ]
     jobs = slurm.wait(lambda jobs: running_on(jobs, a))
     assert jobs[a]["restart_cnt"] == 0
 
@@ -138,8 +137,14 @@ def test_hostile_names_and_comments_never_reach_a_shell_nor_break_a_round(slurm,
     pwned = Path("/tmp/alloc-pwned")
     pwned.unlink(missing_ok=True)
     ids = [slurm.sbatch("nlp", "gpu:1", name=name, comment=comment) for name, comment in HOSTILE]
+    # An account name is user input too (no accounting database checks it here): unmapped,
+    # so the job is unfunded work, and the name is never run.
+    ids.append(
+        slurm.sbatch("x;$(touch /tmp/alloc-pwned)'\"", "gpu:1", comment="alloc: min_runtime=1h")
+    )
     snapshot, plan, report = round_once(executor)
     assert {w.id for w in snapshot.workloads} == set(ids)
+    assert snapshot.by_id[ids[-1]].budget is None
     assert report.failed == ()
     assert not pwned.exists()
     assert set(executor.problems) <= set(ids)
@@ -149,7 +154,11 @@ def test_two_gpu_types_each_job_gets_hosts_of_the_type_it_asks_for(typed_slurm):
     executor = executor_of(typed_slurm)
     snapshot = executor.snapshot()
     assert {h.name: (h.gpus, h.gpu_type) for h in snapshot.cluster.hosts} == {
-        "a100-a": (4, "a100"), "a100-b": (4, "a100"), "h100-a": (8, "h100"), "h100-b": (8, "h100")}
+        "a100-a": (4, "a100"),
+        "a100-b": (4, "a100"),
+        "h100-a": (8, "h100"),
+        "h100-b": (8, "h100"),
+    }
     a100 = typed_slurm.sbatch("nlp", "gpu:a100:4", nodes=2, comment="alloc: min_runtime=1h")
     h100 = typed_slurm.sbatch("vision", "gpu:h100:4", comment="alloc: min_runtime=1h")
     snapshot, plan, report = round_once(executor)
