@@ -93,3 +93,27 @@ def test_budgets_set_is_audited_and_refused_to_non_owners(tmp_path: Path):
     assert (change["who"], change["path"], change["old"], change["new"]) == (
         "pm-nlp", "nlp/olmo", 0.7, 0.5)
     store.close()
+
+
+def test_a_user_acts_only_as_themselves_unless_root(tmp_path: Path, monkeypatch):
+    import getpass
+
+    config = tmp_path / "c.yaml"
+    config.write_text(CONFIG.format(state=tmp_path / "s.db"))
+    monkeypatch.setattr(getpass, "getuser", lambda: "alice")
+    runner = CliRunner()
+    posing = runner.invoke(app, ["budgets", "set", "nlp/olmo", "50%", "--as", "pm-nlp",
+                                 "--config", str(config)])
+    assert posing.exit_code == 2
+    assert "you are alice: you may act only as yourself" in posing.stderr
+    herself = runner.invoke(app, ["budgets", "set", "nlp/olmo", "50%", "--as", "alice",
+                                  "--config", str(config)])
+    assert herself.exit_code == 2 and "'alice' does not own nlp" in herself.stderr
+    monkeypatch.setattr(getpass, "getuser", lambda: "root")
+    ok = runner.invoke(app, ["budgets", "set", "nlp/olmo", "50%", "--as", "pm-nlp",
+                             "--config", str(config)])
+    assert ok.exit_code == 0, ok.stderr
+    store = StateStore(f"sqlite:///{tmp_path / 's.db'}")
+    (change,) = store.budget_history()
+    assert (change["who"], change["os_user"]) == ("pm-nlp", "root")
+    store.close()

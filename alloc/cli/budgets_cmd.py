@@ -3,6 +3,7 @@ which share when (alloc.controller.budgets says who may)."""
 
 from __future__ import annotations
 
+import getpass
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,6 +84,14 @@ def set_share(
             raise InputError("SHARE", "", str(exc)) from None
         if not 0 < len(as_user) <= 200 or not as_user.isprintable():
             raise InputError("--as", "", "a user name of 1 to 200 printable characters")
+        os_user = getpass.getuser()
+        if os_user not in (as_user, "root"):
+            raise InputError(
+                "--as",
+                "",
+                f"you are {os_user}: you may act only as yourself (root, the "
+                "controller's operator, may act for an owner; both names are audited)",
+            )
         settings, store, tree = _open(config)
         node = BudgetPath(path.strip("/"))
         try:
@@ -91,7 +100,7 @@ def set_share(
             store.close()
             raise InputError("alloc budgets set", path, str(exc)) from None
         at = time.time()
-        store.change_share(at, as_user, node, old, new)
+        store.change_share(at, as_user, node, old, new, os_user)
         store.close()
         out.print(
             f"{node}: {old:.1%} -> {new:.1%} (by {as_user}, "
@@ -113,13 +122,14 @@ def history(config: ConfigOpt) -> None:
         rows = store.budget_history()
         store.close()
         table = Table(title="budget changes", title_justify="left")
-        for head in ("when (UTC)", "who", "node", "old", "new"):
+        for head in ("when (UTC)", "who", "run by", "node", "old", "new"):
             table.add_column(head)
         for r in rows:
             when = datetime.fromtimestamp(float(r["at_s"]), UTC)  # type: ignore[arg-type]
             table.add_row(
                 f"{when:%Y-%m-%d %H:%M:%S}",
                 escape(str(r["who"])),
+                escape(str(r["os_user"])),
                 escape(str(r["path"])),
                 f"{float(r['old']):.1%}",  # type: ignore[arg-type]
                 f"{float(r['new']):.1%}",

@@ -89,6 +89,7 @@ budget_changes = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("at_s", Float, nullable=False),
     Column("who", String(200), nullable=False),
+    Column("os_user", String(200), nullable=False),  # the account that ran the command
     Column("path", String(1000), nullable=False),
     Column("old", Float, nullable=False),
     Column("new", Float, nullable=False),
@@ -274,10 +275,14 @@ class StateStore:
 
     # budget governance (alloc.controller.budgets checks who may change what)
 
-    def change_share(self, at_s: float, who: str, path: BudgetPath, old: float, new: float) -> None:
+    def change_share(
+        self, at_s: float, who: str, path: BudgetPath, old: float, new: float, os_user: str = ""
+    ) -> None:
         with self.engine.begin() as db:
             db.execute(
-                insert(budget_changes).values(at_s=at_s, who=who, path=path, old=old, new=new)
+                insert(budget_changes).values(
+                    at_s=at_s, who=who, os_user=os_user or who, path=path, old=old, new=new
+                )
             )
 
     def shares(self) -> dict[BudgetPath, float]:
