@@ -29,6 +29,8 @@ REASON_TEXT = {
     Reason.UNDER_ALLOCATION: "its budget node is within its entitlement for this round",
     Reason.OVER_ALLOCATION: "its budget node is beyond its entitlement for this round",
     Reason.PROTECTED: "it is inside its minimum runtime, so nothing may preempt it",
+    Reason.COSTLY_TO_STOP: "it cannot resume and has run longer than a checkpoint interval: "
+    "rebalancing it would destroy all it ran, so it runs to its end",
     Reason.UNALLOCATED_FILL: "minimum runtime 0: it runs free of charge on GPUs nobody "
     "entitled needs, and yields at once when they do",
     Reason.UNFUNDED: "it has no budget behind it, so it runs as unallocated work: free, "

@@ -32,6 +32,7 @@ class Reason(StrEnum):
     UNDER_ALLOCATION = "under_allocation"  # within its budget node's entitlement this round
     OVER_ALLOCATION = "over_allocation"  # beyond its entitlement, on capacity nobody entitled needs
     PROTECTED = "protected"  # inside its minimum runtime
+    COSTLY_TO_STOP = "costly_to_stop"  # not resumable, past a checkpoint interval: not rebalanced
     UNALLOCATED_FILL = "unallocated_fill"  # minimum runtime 0: free, on otherwise idle GPUs
     UNFUNDED = "unfunded"  # no budget behind it: runs (or waits) as unallocated work
     # preempt

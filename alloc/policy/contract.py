@@ -91,6 +91,15 @@ def standing(snapshot: Snapshot, workload: Workload) -> Standing:
         return Standing(
             workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_DRAINING
         )
+    if (
+        occupancy is Occupancy.ALLOCATED
+        and not workload.resumable
+        and workload.running_seconds(snapshot.now) > snapshot.policy.checkpoint_interval_s
+    ):
+        # Rebalancing it would destroy all it ran (hours): it runs to its end (round.md 1.1).
+        return Standing(
+            workload, funded, occupancy, protected_until, Action.KEEP, Reason.COSTLY_TO_STOP
+        )
     return Standing(workload, funded, occupancy, protected_until, None, None)
 
 
@@ -99,9 +108,11 @@ def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:
 
 
 def lost_hours_per_gpu(snapshot: Snapshot, w: Workload) -> float:
-    """Work a preemption destroys: everything for non-resumable work, else the expected loss
-    since the last checkpoint (half the checkpoint interval, at most what it ran)."""
+    """Work a preemption destroys: everything for non-resumable work, else the work since its
+    last checkpoint (resumable work checkpoints every `checkpoint_interval` of its run), so
+    rebalancing takes work that has just checkpointed first."""
     ran_h = w.running_seconds(snapshot.now) / HOUR_S
-    if not w.resumable:
+    interval_h = snapshot.policy.checkpoint_interval_s / HOUR_S
+    if not w.resumable or interval_h <= 0:
         return ran_h
-    return min(ran_h, snapshot.policy.checkpoint_interval_s / 2 / HOUR_S)
+    return ran_h % interval_h

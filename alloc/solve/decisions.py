@@ -98,7 +98,8 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
         if s.occupancy is Occupancy.ALLOCATED and not w.running:
             until = snapshot.now + timedelta(seconds=w.min_runtime_s)
         if s.forced is Action.KEEP:
-            decision = Decision(w.id, Action.KEEP, s.occupancy, Reason.PROTECTED, w.hosts, until)
+            reason = s.forced_reason or Reason.PROTECTED
+            decision = Decision(w.id, Action.KEEP, s.occupancy, reason, w.hosts, until)
         elif s.forced is Action.PREEMPT:
             assert s.forced_reason is not None
             decision = Decision(w.id, Action.PREEMPT, s.occupancy, s.forced_reason)

@@ -19,6 +19,7 @@ from alloc.domain import (
     Decision,
     Occupancy,
     Plan,
+    Reason,
     Snapshot,
     Topology,
     Workload,
@@ -97,7 +98,10 @@ def _decision_problems(snapshot, hosts, w, d, s) -> list[str]:  # type: ignore[n
     if not w.running and d.action not in (Action.START, Action.WAIT):
         out.append(f"{name}: queued, so it starts or waits, not '{d.action.value}'")
     if s.forced is Action.KEEP and d.action is not Action.KEEP:
-        out.append(f"{name}: protected until {s.protected_until}, but {d.action.value} (3)")
+        if s.forced_reason is Reason.COSTLY_TO_STOP:
+            out.append(f"{name}: kept by the contract (costly_to_stop), but {d.action.value}")
+        else:
+            out.append(f"{name}: protected until {s.protected_until}, but {d.action.value} (3)")
     if s.forced is Action.PREEMPT and d.action is Action.KEEP:
         out.append(f"{name}: kept on a host that is {s.forced_reason.value} (1)")
     if d.action is Action.KEEP and dict(d.hosts) != dict(w.hosts):
