@@ -134,3 +134,17 @@ def test_slurmctld_stopped_in_the_middle_of_a_round_fails_that_round_only(slurm,
         True,
     ]
     store.close()
+
+
+def test_status_says_why_a_jobs_contract_was_not_used(slurm, tmp_path):
+    config = tmp_path / "controller.yaml"
+    config.write_text(CONFIG.format(db=tmp_path / "state.db"))
+    typo = slurm.sbatch("nlp", "gpu:2", comment="alloc: min_runtime=soon")
+    waits = slurm.sbatch("nlp", "gpu:2", comment="alloc: min_runtime=1h")
+    slurm.run("scontrol", "update", f"JobId={waits}", f"Dependency=afterok:{typo}")
+    slurm.run("scontrol", "release", waits)  # now Slurm itself keeps it waiting
+    slurm.wait(lambda jobs: jobs[waits]["state_reason"] == "Dependency")
+    result = CliRunner().invoke(app, ["status", "--config", str(config)], env=slurm.env)
+    assert result.exit_code == 0, result.stderr
+    assert f"{typo}: min_runtime: expected a duration" in result.stdout
+    assert f"{waits}: Slurm holds it back (Dependency" in result.stdout

@@ -5,6 +5,7 @@ never sees which one it talks to."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -67,6 +68,11 @@ class Executor(Protocol):
     def ended_runs(self) -> tuple[EndedRun, ...]:
         """Runs that ended recently, as far as the cluster remembers (read with the last
         snapshot)."""
+        ...
+
+    def notes(self) -> Mapping[WorkloadId, str]:
+        """Jobs the last snapshot left out or read otherwise than declared, and why (a bad
+        contract comment, a job the cluster holds back): for `alloc status`."""
         ...
 
     def changes(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from alloc.adapters.base import ActionResult, ApplyReport, EndedRun
-from alloc.domain import Action, Occupancy, Plan, Snapshot
+from alloc.domain import Action, Occupancy, Plan, Snapshot, WorkloadId
 from alloc.sim.world import World
 
 
@@ -16,6 +16,9 @@ class SimExecutor:
 
     def snapshot(self) -> Snapshot:
         return self.world.snapshot()
+
+    def notes(self) -> dict[WorkloadId, str]:
+        return {}  # every job is read as declared
 
     def changes(self) -> str:
         """The simulator's engine drives its rounds from its own events; for a controller,

@@ -262,6 +262,9 @@ class SimCluster:
                 return f"host {name} has no room"
         return ""
 
+    def notes(self) -> dict[WorkloadId, str]:
+        return {}  # every job is read as declared
+
     def changes(self) -> str:
         """The cluster changes only when a plan is applied (its clock moves then)."""
         return str(self._now())

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from alloc.domain import Plan, Snapshot
+from alloc.domain import Plan, Snapshot, WorkloadId
 from alloc.io import InputError, dump_plan, json_schema, load_instance, load_plan
 from alloc.io.durations import parse_duration
 
@@ -212,6 +212,11 @@ def explain(
 
 def _live(config: Path) -> Snapshot:
     """The live cluster of a controller config, with its ledger's window usage."""
+    return _live_with_notes(config)[0]
+
+
+def _live_with_notes(config: Path) -> tuple[Snapshot, dict[WorkloadId, str]]:
+    """The live cluster and the executor's notes on jobs it left out or read otherwise."""
     from alloc.controller.build import executor_for, live_snapshot
     from alloc.controller.state import StateStore
     from alloc.io.controller_config import load_controller_config
@@ -220,9 +225,10 @@ def _live(config: Path) -> Snapshot:
     executor = executor_for(settings)
     store = StateStore(settings.state_url)
     try:
-        return live_snapshot(executor, store, settings.budgets)
+        snapshot = live_snapshot(executor, store, settings.budgets)
     finally:
         store.close()
+    return snapshot, dict(executor.notes())
 
 
 @app.command()
@@ -240,7 +246,7 @@ def status(
     from alloc.status import queue_rows, running_counts, waited
 
     def act() -> None:
-        snapshot = _live(config)
+        snapshot, notes = _live_with_notes(config)
         result = solve_round(snapshot, RoundOptions(solver=solver))
         counts = running_counts(result.plan, result.context)
         table = Table(
@@ -275,6 +281,8 @@ def status(
         out.print(table)
         running = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"
         out.print(f"running: {running}", highlight=False)
+        for job, why in sorted(notes.items()):
+            out.print(f"{job}: {why}", markup=False, highlight=False)
 
     _run(act)
 

@@ -98,6 +98,9 @@ class SlurmExecutor:
     def ended_runs(self) -> tuple[EndedRun, ...]:
         return self._ended
 
+    def notes(self) -> dict[WorkloadId, str]:
+        return dict(self.problems)
+
     def changes(self) -> str:
         """Jobs with their states and nodes with theirs, in Slurm's short forms (cheap)."""
         jobs = self.commands.run("squeue", "-h", "-o", "%i %T %r")
