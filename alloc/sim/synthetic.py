@@ -22,9 +22,10 @@ cluster's GPU-hours. Work that preemptions destroy comes back as demand, so how 
 depends on the policy (measured at seed 1 over 30 days, `allocated demand / ready GPUs`):
 legacy-priority and fifo destroy little and hold it near 2x (first day 3.0x and 3.2x, last
 day 2.0x and 2.1x); greedy's rebalancing destroyed 148,000 GPU-hours (a fifth of the month's
-capacity) and demand grew from 2.0x to 6.6x (at 74e5d81, before rebalancing weighed what a
-victim loses: models/round.md section 7). At load 1.0 greedy's grew from 2.2x to 3.4x in
-the first week alone; at 0.9 it fell to ~1.6x.
+capacity) and demand grew from 2.0x to 6.6x at 74e5d81; since rebalancing weighs what a
+victim loses (models/round.md section 7) greedy destroys 28,000 and demand holds near 1.8x.
+At load 1.0 (74e5d81's greedy) it grew from 2.2x to 3.4x in the first week alone; at 0.9 it
+fell to ~1.6x.
 Inside a team debug work has priority 2 (researchers mark it
 urgent) and the rest 0 or 1.
 """
