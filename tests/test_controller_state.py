@@ -90,6 +90,21 @@ def test_a_job_the_cluster_requeued_on_its_own_is_charged_once(store):
     assert store.runs() == [run("j1", 0.0, end=30.0), run("j1", 30.0)]
 
 
+def test_a_run_alloc_preempted_before_it_died_closes_when_the_plan_said_so(store):
+    # The plan preempting j1 was recorded at 100 s; the controller died before recording the
+    # action; at 500 s j1 is no longer running and the cluster reports no end for it.
+    from datetime import UTC, datetime
+
+    from alloc.domain import Action, Decision, Occupancy, Plan, Reason, SolverReport
+
+    store.observe(50.0, [run("j1", 0.0)])
+    stop = Decision("j1", Action.PREEMPT, Occupancy.ALLOCATED, Reason.REBALANCED)
+    report = SolverReport("greedy", "fallback", 0.0, None, None, 0.0)
+    store.record_plan(100.0, Plan(datetime.fromtimestamp(100, UTC), report, (stop,)))
+    store.observe(500.0, [])
+    assert store.runs() == [run("j1", 0.0, end=100.0)]
+
+
 def test_a_sighting_older_than_a_run_does_not_close_it(store):
     store.observe(300.0, [run("j3", 290.0)])
     assert store.observe(100.0, []) == (0, 0)

@@ -152,7 +152,8 @@ class StateStore:
                 # a sighting older than the run cannot know it (a clock going back)
                 if end is None and key not in seen and key not in ended_by and now_s >= key[1]:
                     after = [t for t in later[key[0]] if t > key[1]]
-                    closed += _close(db, key, min([now_s, *after]))
+                    stopped = _preempted_at(db, key)  # alloc stopped it, then died: that time
+                    closed += _close(db, key, min([now_s, *after, *stopped]))
         return opened, closed
 
     def close_run(self, workload: WorkloadId, started_s: float, ended_s: float) -> bool:
@@ -323,6 +324,23 @@ def _run(row: object) -> Run:
         m["charged"],
         m["ended_s"],
     )
+
+
+def _preempted_at(db: object, key: tuple[str, float]) -> list[float]:
+    """When a recorded plan first preempted this run (written before it was applied)."""
+    workload, started_s = key
+    first = db.execute(  # type: ignore[attr-defined]
+        select(func.min(rounds.c.at_s))
+        .select_from(decisions.join(rounds, decisions.c.round_id == rounds.c.id))
+        .where(
+            and_(
+                decisions.c.workload == workload,
+                decisions.c.action == "preempt",
+                rounds.c.at_s >= started_s,
+            )
+        )
+    ).scalar()
+    return [float(first)] if first is not None else []
 
 
 def _close(db: object, key: tuple[str, float], ended_s: float) -> int:
