@@ -1,24 +1,22 @@
 """The `alloc` command line (typer). Thin: parse arguments, call the library, print, exit.
 
 Exit codes (SPEC.md): 0 success; 2 bad input (file, field and what is wrong; nothing written);
-1 internal error.
+1 internal error (alloc.cli.common).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from alloc.domain import Plan, Snapshot, WorkloadId
+from alloc.cli.common import check_writable, err, guarded, out, write_atomically
+from alloc.cli.live_cmd import live, status
+from alloc.domain import Plan, Snapshot
 from alloc.io import InputError, dump_plan, json_schema, load_instance, load_plan
 from alloc.io.durations import parse_duration
 
@@ -27,60 +25,6 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Optimization-based batch allocator for shared GPU training clusters.",
 )
-# Wide enough for the budget table when the output is a file or a pipe.
-out = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
-T = TypeVar("T")
-
-
-def _run(action: Callable[[], T]) -> T:
-    """Map bad input to exit 2 and anything unexpected to exit 1, without a traceback."""
-    try:
-        return action()
-    except InputError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
-    except typer.Exit:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the boundary of the program
-        if os.environ.get("ALLOC_DEBUG"):
-            raise
-        err.print(
-            f"[red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}", highlight=False
-        )
-        raise typer.Exit(1) from None
-
-
-def check_writable(option: str, path: Path, folder: bool = False) -> None:
-    """Bad input (exit 2) before any work when `path` (a file, or a folder with `folder`) could
-    not be written: it is the other kind, a part of its parent path is a file, or the nearest
-    existing folder is read-only."""
-    kind = "folder" if folder else "file"
-    if path.exists() and path.is_dir() != folder:
-        raise InputError(option, "", f"{path} exists and is not a {kind}")
-    parent = path if folder else path.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise InputError(option, "", f"cannot write {path}: {parent} is a file")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(option, "", f"cannot write {path}: {parent} is not writable")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write whole or not at all: a temporary file in the same folder, then a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        mask = os.umask(0)
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)  # as open() would create it, not mkstemp's owner-only
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @app.command()
@@ -125,7 +69,7 @@ def solve(
         if output is not None:
             out.print(f"plan written to {output}", markup=False)
 
-    _run(act)
+    guarded(act)
 
 
 @app.command()
@@ -150,7 +94,7 @@ def validate(
             markup=False,
         )
 
-    _run(act)
+    guarded(act)
 
 
 def _same_instance(snapshot: Snapshot, plan: Plan, path: Path) -> None:
@@ -188,7 +132,7 @@ def explain(
         if config is not None:
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
-            snapshot, source = _live(config), f"the cluster of {config}"
+            snapshot, source = live(config), f"the cluster of {config}"
             wanted = instance
         else:
             if workload is None:
@@ -207,84 +151,7 @@ def explain(
         for line in explain_workload(snapshot, chosen, wanted, ctx).lines():
             out.print(line, highlight=False, markup=False)
 
-    _run(act)
-
-
-def _live(config: Path) -> Snapshot:
-    """The live cluster of a controller config, with its ledger's window usage."""
-    return _live_with_notes(config)[0]
-
-
-def _live_with_notes(config: Path) -> tuple[Snapshot, dict[WorkloadId, str]]:
-    """The live cluster and the executor's notes on jobs it left out or read otherwise."""
-    from alloc.controller.build import executor_for, live_snapshot
-    from alloc.controller.state import StateStore
-    from alloc.io.controller_config import load_controller_config
-
-    settings = load_controller_config(config)
-    executor = executor_for(settings)
-    store = StateStore(settings.state_url)
-    try:
-        snapshot = live_snapshot(executor, store, settings.budgets)
-    finally:
-        store.close()
-    return snapshot, dict(executor.notes())
-
-
-@app.command()
-def status(
-    config: Annotated[Path, typer.Option("--config", help="Controller config YAML.")],
-    solver: Annotated[
-        str | None, typer.Option(help="milp or greedy (default: the policy's).")
-    ] = None,
-) -> None:
-    """The queue in the round's order, with what this round would do with each workload and
-    the fair-share ratios along its budget path: why work waits (read-only)."""
-    from rich.table import Table
-
-    from alloc.round import RoundOptions, solve_round
-    from alloc.status import queue_rows, running_counts, waited
-
-    def act() -> None:
-        snapshot, notes = _live_with_notes(config)
-        result = solve_round(snapshot, RoundOptions(solver=solver))
-        counts = running_counts(result.plan, result.context)
-        table = Table(
-            title=f"{snapshot.cluster.name} at {snapshot.now:%Y-%m-%d %H:%M:%S %Z}: queue in "
-            "the round's order (lower fair-share ratio first, level by level)",
-            title_justify="left",
-        )
-        for head in (
-            "#",
-            "workload",
-            "budget",
-            "GPUs",
-            "prio",
-            "waiting",
-            "this round",
-            "standing",
-            "ratios along its path",
-        ):
-            table.add_column(head, justify="right" if head in ("#", "GPUs", "prio") else "left")
-        for r in queue_rows(result.context, result.plan):
-            table.add_row(
-                str(r.rank) if r.rank else "-",
-                escape(r.workload),
-                escape(r.budget),
-                str(r.gpus),
-                str(r.priority),
-                waited(r.waiting_s),
-                r.decision,
-                r.standing,
-                escape(r.path),
-            )
-        out.print(table)
-        running = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"
-        out.print(f"running: {running}", highlight=False)
-        for job, why in sorted(notes.items()):
-            out.print(f"{job}: {why}", markup=False, highlight=False)
-
-    _run(act)
+    guarded(act)
 
 
 @app.command()
@@ -350,7 +217,7 @@ def generate(
             write_atomically(output, text)
             err.print(f"instance written to {output}", markup=False)
 
-    _run(act)
+    guarded(act)
 
 
 def _parse_levels(text: str) -> tuple[int, ...]:
@@ -406,6 +273,7 @@ from alloc.cli.sim_cmd import whatif as _whatif  # noqa: E402
 
 app.command(name="simulate")(_simulate)
 app.command(name="whatif")(_whatif)
+app.command(name="status")(status)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from alloc.cli.common import guarded, out
 from alloc.io import InputError
 
 budgets_app = typer.Typer(no_args_is_help=True, help="Show and change budget shares.")
@@ -33,7 +34,6 @@ def _open(config: Path):  # type: ignore[no-untyped-def]
 def show(config: ConfigOpt) -> None:
     """The tree: each node's share of its parent, effective allocation, owners (inherited
     down the tree) and charged GPU-hours over the window."""
-    from alloc.cli.app import _run, out
     from alloc.controller.budgets import owners_of
 
     def act() -> None:
@@ -60,7 +60,7 @@ def show(config: ConfigOpt) -> None:
             )
         out.print(table)
 
-    _run(act)
+    guarded(act)
 
 
 @budgets_app.command("set")
@@ -72,7 +72,6 @@ def set_share(
 ) -> None:
     """Change a node's share; only an owner of its parent may. Audited; the controller uses
     it from its next round on."""
-    from alloc.cli.app import _run, out
     from alloc.controller.budgets import GovernanceError, check_change
     from alloc.domain import BudgetPath
     from alloc.io.schema import parse_share
@@ -109,13 +108,12 @@ def set_share(
             highlight=False,
         )
 
-    _run(act)
+    guarded(act)
 
 
 @budgets_app.command("history")
 def history(config: ConfigOpt) -> None:
     """Every change of a share: when, who, which node, old and new."""
-    from alloc.cli.app import _run, out
 
     def act() -> None:
         _, store, _ = _open(config)
@@ -136,4 +134,4 @@ def history(config: ConfigOpt) -> None:
             )  # type: ignore[arg-type]
         out.print(table)
 
-    _run(act)
+    guarded(act)

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from alloc.cli.common import err, guarded
 from alloc.io import InputError
 
 controller_app = typer.Typer(
@@ -29,7 +30,6 @@ def run(
 ) -> None:
     """Run rounds every `interval` (config) until interrupted (Ctrl-C or SIGTERM end the
     current round first)."""
-    from alloc.cli.app import _run, err
     from alloc.controller.build import executor_for
     from alloc.controller.loop import Controller, RoundOutcome
     from alloc.controller.metrics import ControllerMetrics
@@ -94,4 +94,4 @@ def run(
         finally:
             store.close()
 
-    _run(act)
+    guarded(act)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,6 +13,9 @@ from rich.table import Table
 
 from alloc.domain import Plan
 from alloc.io.durations import format_time
+from alloc.report.fmt import demand as fmt_demand
+from alloc.report.fmt import duration
+from alloc.report.fmt import pct as fmt_pct
 from alloc.summary import Summary
 
 
@@ -82,3 +87,66 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
         f"{1 - m.get('occupancy', 0):.1%}",
     )
     console.print(occ)
+
+
+def _pct(x: float | None) -> str:
+    return fmt_pct(x, 2)
+
+
+def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
+    worst = m.get("worst_team") or {}
+    table = Table(
+        title=(f"{escape(str(m.get('label')))}: " if m.get("label") != m["policy"] else "")
+        + f"{m['policy']}, {m['days']:g} days",
+        title_justify="left",
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("availability (ready / installed GPU time)", _pct(m["availability"])),
+        ("occupancy (held / ready GPU time)", _pct(m["occupancy"])),
+        (
+            "  allocated / unallocated",
+            f"{_pct(m['allocated_occupancy'])} / {_pct(m['unallocated_occupancy'])}",
+        ),
+        ("  while work was queued", _pct(m["occupancy_while_queued"])),
+        ("impact: delivered / owed, overall", _pct(m["delivered_over_owed"])),
+        (
+            "  worst team",
+            f"{escape(str(worst.get('budget', '-')))} {_pct(worst.get('delivered_over_owed'))}",
+        ),
+        (
+            "utilization",
+            _pct(m["utilization"]) if m["utilization"] is not None else "not in the trace",
+        ),
+    ]
+    for cls, w in m["wait_s"].items():
+        if w["count"]:
+            never = w.get("never_started", 0)
+            rows.append(
+                (
+                    f"wait {cls} (p50 / p90 / max)",
+                    f"{duration(w['p50'])} / {duration(w['p90'])} / {duration(w['max'])}"
+                    + (f" ({never} never started)" if never else ""),
+                )
+            )
+    rows += [
+        (
+            "preemptions (GPU-hours lost)",
+            f"{m['preemptions']} ({m['preempted_gpu_hours_lost']:,.0f})",
+        ),
+        (
+            "drains completed (median hours)",
+            f"{m['drains_completed']} ({m['drain_hours_p50'] or 0:.1f})",
+        ),
+        ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
+        ("invariant violations", str(m["invariant_violations"])),
+        ("rounds (skipped as quiet)", f"{m['rounds']} ({m['skipped_rounds']})"),
+        ("wall seconds", f"{m['wall_seconds']:.1f}"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    console.print(table)
+    if m.get("credit"):
+        console.print(escape(str(m["credit"])), highlight=False)
+    console.print(f"outputs in {escape(str(out))} (open report.html)", highlight=False)

@@ -15,11 +15,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from alloc.cli.common import check_writable, guarded, write_atomically
+from alloc.cli.render import print_summary
 from alloc.io import InputError, dump_instance
 from alloc.io.durations import parse_duration
-from alloc.report.fmt import demand as fmt_demand
-from alloc.report.fmt import duration
-from alloc.report.fmt import pct as fmt_pct
 from alloc.sim.policies import REGISTRY
 from alloc.sim.run import RunSpec, load_inputs, run
 
@@ -144,7 +143,6 @@ def sim_options(
 def _check_new_ledger(path: Path) -> None:
     """A ledger file is written by one run only: it must not exist yet, or be an empty SQLite
     file (runs mixed in one ledger would be read as one). Nothing is created here."""
-    from alloc.cli.app import check_writable
 
     check_writable("--ledger", path)
     if not path.parent.is_dir():
@@ -160,69 +158,6 @@ def _check_new_ledger(path: Path) -> None:
     if rows or (tables and "intervals" not in tables):
         what = f"{rows} intervals" if rows else "tables of something else"
         raise InputError("--ledger", "", f"{path} already holds {what}: give a new file")
-
-
-def _pct(x: float | None) -> str:
-    return fmt_pct(x, 2)
-
-
-def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
-    worst = m.get("worst_team") or {}
-    table = Table(
-        title=(f"{escape(str(m.get('label')))}: " if m.get("label") != m["policy"] else "")
-        + f"{m['policy']}, {m['days']:g} days",
-        title_justify="left",
-    )
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    rows = [
-        ("availability (ready / installed GPU time)", _pct(m["availability"])),
-        ("occupancy (held / ready GPU time)", _pct(m["occupancy"])),
-        (
-            "  allocated / unallocated",
-            f"{_pct(m['allocated_occupancy'])} / {_pct(m['unallocated_occupancy'])}",
-        ),
-        ("  while work was queued", _pct(m["occupancy_while_queued"])),
-        ("impact: delivered / owed, overall", _pct(m["delivered_over_owed"])),
-        (
-            "  worst team",
-            f"{escape(str(worst.get('budget', '-')))} {_pct(worst.get('delivered_over_owed'))}",
-        ),
-        (
-            "utilization",
-            _pct(m["utilization"]) if m["utilization"] is not None else "not in the trace",
-        ),
-    ]
-    for cls, w in m["wait_s"].items():
-        if w["count"]:
-            never = w.get("never_started", 0)
-            rows.append(
-                (
-                    f"wait {cls} (p50 / p90 / max)",
-                    f"{duration(w['p50'])} / {duration(w['p90'])} / {duration(w['max'])}"
-                    + (f" ({never} never started)" if never else ""),
-                )
-            )
-    rows += [
-        (
-            "preemptions (GPU-hours lost)",
-            f"{m['preemptions']} ({m['preempted_gpu_hours_lost']:,.0f})",
-        ),
-        (
-            "drains completed (median hours)",
-            f"{m['drains_completed']} ({m['drain_hours_p50'] or 0:.1f})",
-        ),
-        ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
-        ("invariant violations", str(m["invariant_violations"])),
-        ("rounds (skipped as quiet)", f"{m['rounds']} ({m['skipped_rounds']})"),
-        ("wall seconds", f"{m['wall_seconds']:.1f}"),
-    ]
-    for k, v in rows:
-        table.add_row(k, v)
-    console.print(table)
-    if m.get("credit"):
-        console.print(escape(str(m["credit"])), highlight=False)
-    console.print(f"outputs in {escape(str(out))} (open report.html)", highlight=False)
 
 
 LegacyTopOpt = Annotated[
@@ -272,7 +207,6 @@ def simulate(
     legacy_cap: LegacyCapOpt = 1.0,
 ) -> None:
     """Simulate a lab over time: same round function, simulated clock and executor."""
-    from alloc.cli.app import _run, check_writable
 
     def act() -> None:
         check_writable("--out", out, folder=True)
@@ -301,7 +235,7 @@ def simulate(
             metrics = run(spec, progress)
         print_summary(out_console, metrics, out)
 
-    _run(act)
+    guarded(act)
 
 
 def _one(spec: RunSpec) -> tuple[str, dict[str, Any]]:
@@ -333,7 +267,6 @@ def whatif(
 ) -> None:
     """Replay one trace under several budget trees and/or policies, side by side (every run
     meets the same host failures: the failure model is seeded)."""
-    from alloc.cli.app import _run, check_writable, write_atomically
     from alloc.io import parse_instance
     from alloc.io.scenario import load_scenario
     from alloc.io.trace_csv import parse_trace
@@ -433,4 +366,4 @@ def whatif(
             out_console.print(escape(base.credit), highlight=False)
         out_console.print(f"outputs in {escape(str(out))} (open comparison.html)", highlight=False)
 
-    _run(act)
+    guarded(act)

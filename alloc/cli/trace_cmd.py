@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.io.errors import InputError
 from alloc.traces import ImportSummary, MinRuntimeRule, import_itp, import_philly
 
@@ -52,7 +53,6 @@ def import_trace(
     ] = 0.1,
 ) -> None:
     """Convert a real trace into a trace CSV; print what was imported, dropped and assumed."""
-    from alloc.cli.app import _run, check_writable, err, out, write_atomically
     from alloc.io import dump_instance, parse_instance
     from alloc.io.trace_csv import parse_trace, trace_text
 
@@ -99,7 +99,7 @@ def import_trace(
         if lab is not None:
             err.print(f"lab written to {lab}", markup=False)
 
-    _run(act)
+    guarded(act)
 
 
 def _header(command: str, attribution: str | None) -> str:

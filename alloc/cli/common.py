@@ -1,0 +1,73 @@
+"""What every `alloc` command shares: the consoles, the exit-code boundary (SPEC.md: 0 success;
+2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error),
+and writing files whole or not at all."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from alloc.io import InputError
+
+# Wide enough for the budget table when the output is a file or a pipe.
+out = Console(width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+T = TypeVar("T")
+
+
+def guarded(action: Callable[[], T]) -> T:
+    """Map bad input to exit 2 and anything unexpected to exit 1, without a traceback."""
+    try:
+        return action()
+    except InputError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the boundary of the program
+        if os.environ.get("ALLOC_DEBUG"):
+            raise
+        err.print(
+            f"[red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}", highlight=False
+        )
+        raise typer.Exit(1) from None
+
+
+def check_writable(option: str, path: Path, folder: bool = False) -> None:
+    """Bad input (exit 2) before any work when `path` (a file, or a folder with `folder`) could
+    not be written: it is the other kind, a part of its parent path is a file, or the nearest
+    existing folder is read-only."""
+    kind = "folder" if folder else "file"
+    if path.exists() and path.is_dir() != folder:
+        raise InputError(option, "", f"{path} exists and is not a {kind}")
+    parent = path if folder else path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(option, "", f"cannot write {path}: {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(option, "", f"cannot write {path}: {parent} is not writable")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write whole or not at all: a temporary file in the same folder, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # as open() would create it, not mkstemp's owner-only
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
