@@ -90,6 +90,26 @@ def test_no_reservation_when_the_gang_is_not_owed_the_room_or_not_blocked(change
     assert plan.decision(WorkloadId("b-scavenge")).occupancy is Occupancy.UNALLOCATED
 
 
+def test_hosts_whose_work_has_no_known_end_are_not_reserved(solver):
+    """b-run0 on h0 cannot resume and has run 3.5 h, past its 1-hour protection: the contract
+    keeps it (costly_to_stop) and nobody knows when it ends. Its host is not promised to the
+    gang: the next soonest (h2, free at 13:30) is reserved in its place."""
+    data = _example()
+    run0 = data["workloads"][1]
+    assert run0["id"] == "b-run0"
+    run0.update(min_runtime="1h", resumable=False)
+    snap = snapshot_of(data)
+    plan = solve_checked(snap, solver)
+    assert plan.decision(WorkloadId("b-run0")).reason is Reason.COSTLY_TO_STOP
+    assert plan.reservations == (
+        Reservation(
+            WorkloadId("a-gang"),
+            (HostName("h1"), HostName("h2"), HostName("h6"), HostName("h7")),
+            NOW.replace(hour=13, minute=30),
+        ),
+    )
+
+
 @pytest.mark.parametrize("policy", ["greedy", "milp"])
 def test_a_gang_starts_when_the_reserved_hosts_free_instead_of_starving(policy):
     """Team b's runs end one host at a time (h1 at 1 h, h2 at 2 h, ...) and b keeps a queue of

@@ -15,6 +15,7 @@ alone (no state between rounds):
 - its hosts are the ones of its shape where protected work ends soonest (a host without
   protected work: now), in one block for topology `block`,
   disjoint from earlier reservations; `ready_at` is the latest of those protection ends;
+  a host holding work kept as `costly_to_stop` is never reserved (that work has no known end);
 - at most `MAX_RESERVED_SHARE` of the ready hosts are reserved in one round.
 
 On reserved hosts no allocated workload starts this round (the gang itself cannot: it does not
@@ -26,6 +27,7 @@ it displaces work beyond its entitlement and unallocated work).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -33,7 +35,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from alloc.domain import BudgetPath, Occupancy, Snapshot, WorkloadId
+from alloc.domain import BudgetPath, Occupancy, Reason, Snapshot, WorkloadId
 from alloc.policy.contract import Standing
 from alloc.policy.fairshare import window_ratios
 from alloc.solve.placement import place
@@ -61,11 +63,17 @@ def reservations(
     protected_used = np.zeros(hosts.count, np.int64)
     release = np.full(hosts.count, now)
     for s in st.values():
-        if s.protected and s.protected_until is not None:
-            for h, g in s.workload.hosts.items():
-                i = hosts.index[h]
-                protected_used[i] += g
-                release[i] = max(release[i], s.protected_until.timestamp())
+        if not s.protected:
+            continue
+        # Work kept because stopping it would destroy hours of it has no known end: its hosts
+        # cannot be promised to a gang (reserved in vain, they would idle for days).
+        ends = math.inf
+        if s.forced_reason is Reason.PROTECTED and s.protected_until is not None:
+            ends = s.protected_until.timestamp()
+        for h, g in s.workload.hosts.items():
+            i = hosts.index[h]
+            protected_used[i] += g
+            release[i] = max(release[i], ends)
     beside = np.where(hosts.ready, np.maximum(hosts.cap - protected_used, 0), 0)
     budget = int(MAX_RESERVED_SHARE * np.count_nonzero(hosts.ready))
     taken = np.zeros(hosts.count, bool)
@@ -73,7 +81,8 @@ def reservations(
     for w, shape in gangs:
         if place(shape, beside, hosts) is not None:
             continue  # it can start this round (displacing what it may): the solvers decide
-        chosen = _soonest_hosts(shape, shape.allowed & ~taken, release, hosts)
+        eligible = shape.allowed & ~taken & np.isfinite(release)
+        chosen = _soonest_hosts(shape, eligible, release, hosts)
         if chosen is None or len(chosen) > budget:
             continue
         budget -= len(chosen)
