@@ -106,6 +106,15 @@ def specs(quick: bool, only: set[str] | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def _idle(r: dict[str, Any]) -> str:
+    """The idle GPU time while work was queued, split by whether waiting work fit into the
+    free GPUs (runs before the split was measured show nothing)."""
+    idle = r.get("idle_while_queued")
+    if not idle:
+        return ""
+    return f" ({pct(idle['work_fit'], 2)} / {pct(idle['nothing_fit'], 2)})"
+
+
 def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     by = {r["label"]: r for r in results}
     lines = [BEGIN, "", "## Simulation (issue 3)", "",
@@ -114,7 +123,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
              "the commit it measured.", ""]
     head = ("| run | simulation s (process s) | peak MiB | rounds run (skipped as quiet) "
             "| delivered/owed | worst team "
-            "| occupancy while queued | debug p90 | small p90 | large p90 (never started) "
+            "| occupancy while queued (idle: waiting work fit / nothing fit) "
+            "| debug p90 | small p90 | large p90 (never started) "
             "| preemptions (GPU-h lost) | invariant violations | allocated demand / ready "
             "| commit |")
     lines += [head, "|" + "---|" * 14]
@@ -129,7 +139,7 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
             f"{r['peak_mib']:.0f} | {r['rounds']} "
             f"({r['skipped_rounds']}) | {pct(r['delivered_over_owed'], 2)} | "
             f"{worst.get('budget', '-')} {pct(worst.get('delivered_over_owed'), 2)} | "
-            f"{pct(r['occupancy_while_queued'], 2)} | {_s(w['debug']['p90'])} | "
+            f"{pct(r['occupancy_while_queued'], 2)}{_idle(r)} | {_s(w['debug']['p90'])} | "
             f"{_s(w['small']['p90'])} | {_s(w['large']['p90'])} "
             f"({w['large'].get('never_started', '-')}) | {r['preemptions']} "
             f"({r['preempted_gpu_hours_lost']:,.0f}) | {r['invariant_violations']} | "

@@ -648,6 +648,42 @@ def test_occupancy_while_queued_counts_only_work_that_could_ever_start(policy):
     assert times(result, "x") == (None, None)
     m = metrics(result, policy, 1)
     assert m["occupancy_while_queued"] == pytest.approx(0.5, abs=1e-6)
+    # The idle half: b needed two whole hosts and one was free; no waiting work fit into it.
+    assert m["idle_while_queued"] == pytest.approx(
+        {"total": 0.5, "work_fit": 0.0, "nothing_fit": 0.5}, abs=1e-6
+    )
+
+
+def test_idle_gpus_that_waiting_work_fits_are_told_apart():
+    """A planner that starts nothing (it keeps what runs and leaves the queue waiting): the
+    4-GPU job fits the idle host all along, so all idle time is time it could have filled."""
+    from dataclasses import replace
+
+    from alloc.domain import Action, Decision, Reason
+
+    greedy = planner("greedy")
+
+    def lazy(snapshot: Snapshot):  # type: ignore[no-untyped-def]
+        plan = greedy(snapshot)
+        return replace(
+            plan,
+            decisions=tuple(
+                Decision(d.workload, Action.WAIT, d.occupancy, Reason.NO_ROOM)
+                if d.action is Action.START
+                else d
+                for d in plan.decisions
+            ),
+        )
+
+    sim = Simulation(
+        lab(1),
+        [job("c", "a", 4, 0.0, HOUR, HOUR)],
+        lazy,
+        SimConfig(days=1 / 24, keeps_contract=False),
+    )
+    m = metrics(sim.run(), "lazy", 1)
+    assert m["occupancy_while_queued"] == 0.0
+    assert m["idle_while_queued"] == {"total": 1.0, "work_fit": 1.0, "nothing_fit": 0.0}
 
 
 def test_occupancy_while_queued_is_none_when_nothing_ever_waited():

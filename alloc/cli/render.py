@@ -110,6 +110,7 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
             f"{_pct(m['allocated_occupancy'])} / {_pct(m['unallocated_occupancy'])}",
         ),
         ("  while work was queued", _pct(m["occupancy_while_queued"])),
+        ("  idle then: waiting work fit / nothing fit", _idle_split(m)),
         ("impact: delivered / owed, overall", _pct(m["delivered_over_owed"])),
         (
             "  worst team",
@@ -150,3 +151,10 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     if m.get("credit"):
         console.print(escape(str(m["credit"])), highlight=False)
     console.print(f"outputs in {escape(str(out))} (open report.html)", highlight=False)
+
+
+def _idle_split(m: dict[str, Any]) -> str:
+    idle = m.get("idle_while_queued")
+    if not idle:
+        return "-"
+    return f"{_pct(idle['work_fit'])} / {_pct(idle['nothing_fit'])}"

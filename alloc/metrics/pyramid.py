@@ -4,7 +4,11 @@
 - occupancy: GPU time held by work / ready GPU time, split allocated / unallocated; and the same
   over the time in which a round had left queued work waiting that could start on the ready
   cluster if it were empty (`occupancy_while_queued`: the seconds between an arrival and the
-  round that starts it do not count, nor work larger than every place it could ever have).
+  round that starts it do not count, nor work larger than every place it could ever have);
+  the GPU time idle in it is split (`idle_while_queued`) by whether some waiting work fit
+  into the free GPUs as they were (`work_fit`: idle the round could have filled; allocated
+  work does not count reserved hosts) or none did (`nothing_fit`: the waiting work needed
+  more room than was free, e.g. a gang waiting for whole hosts to empty).
 - impact, per budget leaf ("team"): owed = effective allocation x ready GPU time, capped hour by
   hour at the team's demand (GPU time of its allocated work, queued or running);
   delivered = its allocated GPU time. delivered/owed = sum over hours of min(delivered, owed)
@@ -100,6 +104,22 @@ def demand_over_ready(result: SimResult) -> dict[str, float | None]:
     }
 
 
+def idle_while_queued(result: SimResult) -> dict[str, float] | None:
+    """Idle GPU time while work was queued, as fractions of the ready GPU time then: in all,
+    while some waiting work fit into the free GPUs, and while none did."""
+    r = result.recorder
+    ready_q = r.ready_while_waiting.total()
+    if ready_q <= 0:
+        return None
+    idle = ready_q - r.held_while_waiting.total()
+    fit = r.ready_while_fits.total() - r.held_while_fits.total()
+    return {
+        "total": round(idle / ready_q, 6),
+        "work_fit": round(fit / ready_q, 6),
+        "nothing_fit": round((idle - fit) / ready_q, 6),
+    }
+
+
 def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
     r = result.recorder
     world = result.world
@@ -164,6 +184,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         "unallocated_occupancy": round(_ratio(r.unallocated.total(), ready), 6),
         # None when no work was ever queued that could start: nothing to measure
         "occupancy_while_queued": round(held_q / ready_q, 6) if ready_q > 0 else None,
+        "idle_while_queued": idle_while_queued(result),
         "delivered_over_owed": round(_ratio(got_all, owed_all), 6),
         "worst_team": (
             {"budget": worst[0], "delivered_over_owed": worst[1]["delivered_over_owed"]}

@@ -58,6 +58,18 @@ def _header(m: dict[str, Any]) -> str:
     return f'<p class="muted">{" · ".join(parts)}</p>'
 
 
+def _idle_split(m: dict[str, Any]) -> str:
+    """GPU time idle while work was queued: while waiting work fit the free GPUs / while none
+    did (a gang waiting for whole hosts)."""
+    idle = m.get("idle_while_queued")
+    if not isinstance(idle, dict):
+        return ""
+    return (
+        f" (idle then: {pct(_val(idle, 'work_fit'))} while waiting work fit the free GPUs, "
+        f"{pct(_val(idle, 'nothing_fit'))} while none did)"
+    )
+
+
 def _val(m: dict[str, Any], key: str) -> float | None:
     v = m.get(key)
     return None if v is None else fnum(v)
@@ -79,7 +91,7 @@ def _pyramid(m: dict[str, Any]) -> str:
             pct(_val(m, "occupancy")),
             f"allocated {pct(_val(m, 'allocated_occupancy'))}, unallocated "
             f"{pct(_val(m, 'unallocated_occupancy'))}; while work was queued "
-            f"{pct(_val(m, 'occupancy_while_queued'))}",
+            f"{pct(_val(m, 'occupancy_while_queued'))}{_idle_split(m)}",
         ],
         [
             "impact: delivered / owed",

@@ -22,6 +22,7 @@ from alloc.sim.quiet import (
     could_take_place,
     nothing_to_decide,
     on_draining_host,
+    waiting_fits_free,
 )
 from alloc.sim.recorder import Rates, Recorder, RoundRecord
 from alloc.sim.world import World
@@ -199,13 +200,17 @@ class Simulation:
 
     def _round(self, t: float, result: SimResult) -> None:
         self.last_round_s = t
+        rates = self.recorder.rates
         if self.config.skip_quiet_rounds and nothing_to_decide(self.world):
-            result.skipped_rounds += 1
+            result.skipped_rounds += 1  # nothing can start, even on displaced work's GPUs
+            rates.fits = False
         else:
-            self._plan_and_apply(t, result)
-        self.recorder.rates.waiting = self.world.startable_queued_gpus()
+            reserved = self._plan_and_apply(t, result)
+            rates.fits = waiting_fits_free(self.world, reserved)
+        rates.waiting = self.world.startable_queued_gpus()
 
-    def _plan_and_apply(self, t: float, result: SimResult) -> None:
+    def _plan_and_apply(self, t: float, result: SimResult) -> frozenset[HostName]:
+        """Plan, apply, schedule what follows; returns the hosts the plan reserved."""
         snapshot = self.executor.snapshot()
         began = time.perf_counter()
         plan = self.planner(snapshot)
@@ -239,6 +244,7 @@ class Simulation:
         )
         if int(t // 3600) not in self.recorder.ratios:
             self.recorder.ratios[int(t // 3600)] = self.world.leaf_ratios()
+        return frozenset(h for r in plan.reservations for h in r.hosts)
 
     def _hand_over(self, t: float, name: HostName) -> None:
         """A drained host goes to repair (unhealthy) or leaves the cluster (retired)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from alloc.domain import Cluster, HostName, HostState, WorkloadId
+from alloc.domain import Cluster, HostName, HostState, Topology, WorkloadId
 from alloc.sim.jobs import SimJob
 from alloc.sim.world import World
 
@@ -31,6 +31,7 @@ class _Hosts:
     index: dict[HostName, int]
     cap: np.ndarray
     types: tuple[str, ...]
+    blocks: tuple[str, ...]
     ready: np.ndarray
     draining: np.ndarray
     maintenance: np.ndarray
@@ -50,6 +51,7 @@ def _hosts(world: World) -> _Hosts:
         {h.name: i for i, h in enumerate(hosts)},
         np.array([h.gpus for h in hosts], np.int64),
         tuple(h.gpu_type for h in hosts),
+        tuple(h.block for h in hosts),
         np.array([h.state is HostState.READY for h in hosts], bool),
         np.array([h.state.draining for h in hosts], bool),
         np.array([h.state is HostState.MAINTENANCE for h in hosts], bool),
@@ -110,6 +112,46 @@ def _whole_hosts_fit(whole: np.ndarray, cap: np.ndarray, gpus: int) -> bool:
     """Enough whole hosts of one size anywhere (ignoring blocks: conservative)."""
     for c in np.unique(cap[whole]).tolist():
         if np.count_nonzero(whole & (cap == c)) >= -(-gpus // c):
+            return True
+    return False
+
+
+def waiting_fits_free(world: World, reserved: frozenset[HostName]) -> bool:
+    """Some queued job fits into the GPUs free right now, as it is: on one ready host of its
+    type with room, or (larger than every such host) on enough whole free hosts of one size,
+    in one block for topology block. Hosts reserved for a gang do not count for allocated
+    work (the rule keeps it off them). After a round this is a GPU the round left idle
+    although waiting work could use it (`metrics`: idle while waiting work fit)."""
+    if not world.queued:
+        return False
+    t = _hosts(world)
+    used = np.fromiter((world.used[n] for n in t.names), np.int64, len(t.names))
+    free = np.where(t.ready, t.cap - used, 0)
+    off = np.array([n in reserved for n in t.names], bool) if reserved else None
+    seen: set[tuple[int, Topology, str | None, bool]] = set()
+    for sj in world.queued.values():
+        kept_off = off is not None and world.charged(sj.job)
+        key = (sj.job.gpus, sj.topology, sj.job.gpu_type, kept_off)
+        if key in seen:
+            continue
+        seen.add(key)
+        usable = t.ready.copy()
+        if sj.job.gpu_type is not None:
+            usable &= np.array([ty == sj.job.gpu_type for ty in t.types], bool)
+        if kept_off and off is not None:
+            usable &= ~off
+        if not usable.any():
+            continue
+        g = sj.job.gpus
+        if g <= int(t.cap[usable].max()):
+            if np.any(usable & (free >= g)):
+                return True
+            continue
+        groups: dict[tuple[int, str | None], int] = {}
+        for i in np.flatnonzero(usable & (free == t.cap)).tolist():
+            k = (int(t.cap[i]), t.blocks[i] if sj.topology is Topology.BLOCK else None)
+            groups[k] = groups.get(k, 0) + 1
+        if any(n >= -(-g // c) for (c, _), n in groups.items()):
             return True
     return False
 

@@ -22,6 +22,7 @@ class Rates:
     held_elsewhere: int = 0  # GPUs held on hosts that are not ready (draining)
     queued: int = 0  # GPUs asked for by queued work
     waiting: int = 0  # GPUs of queued work the last round left waiting that could ever start
+    fits: bool = False  # some work the last round left waiting fits into the free GPUs
     delivered: defaultdict[BudgetPath, int] = field(default_factory=lambda: defaultdict(int))
     demand: defaultdict[BudgetPath, int] = field(default_factory=lambda: defaultdict(int))
     busy_util: float = 0.0  # sum of gpus x util over running work that states its util
@@ -84,6 +85,8 @@ class Recorder:
     queued: Series = field(default_factory=Series)
     ready_while_waiting: Series = field(default_factory=Series)
     held_while_waiting: Series = field(default_factory=Series)
+    ready_while_fits: Series = field(default_factory=Series)  # ... and some of it fit as is
+    held_while_fits: Series = field(default_factory=Series)
     util: Series = field(default_factory=Series)  # gpu x util seconds
     util_gpus: Series = field(default_factory=Series)
     delivered: defaultdict[BudgetPath, Series] = field(default_factory=lambda: defaultdict(Series))
@@ -111,6 +114,9 @@ class Recorder:
             if r.waiting:
                 self.ready_while_waiting.add(hour, r.ready * dt)
                 self.held_while_waiting.add(hour, (r.allocated + r.unallocated) * dt)
+                if r.fits:
+                    self.ready_while_fits.add(hour, r.ready * dt)
+                    self.held_while_fits.add(hour, (r.allocated + r.unallocated) * dt)
             if r.busy_util_gpus:
                 self.util.add(hour, r.busy_util * dt)
                 self.util_gpus.add(hour, r.busy_util_gpus * dt)
