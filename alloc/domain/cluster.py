@@ -23,7 +23,7 @@ class HostState(StrEnum):
 
     @property
     def draining(self) -> bool:
-        return self in (HostState.UNHEALTHY, HostState.RETIRED)
+        return self is HostState.UNHEALTHY or self is HostState.RETIRED
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ class Action(StrEnum):
 
     @property
     def holds_gpus(self) -> bool:
-        return self in (Action.START, Action.KEEP)
+        return self is Action.START or self is Action.KEEP  # identity: read millions of times
 
 
 class Occupancy(StrEnum):

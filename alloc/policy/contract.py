@@ -13,7 +13,10 @@ from types import MappingProxyType
 from alloc.domain import (
     HOUR_S,
     Action,
+    BudgetPath,
     BudgetTree,
+    Host,
+    HostName,
     HostState,
     Occupancy,
     Reason,
@@ -71,15 +74,26 @@ def occupancy_of(snapshot: Snapshot, workload: Workload) -> Occupancy:
 
 
 def standing(snapshot: Snapshot, workload: Workload) -> Standing:
-    funded = is_funded(snapshot, workload)
-    occupancy = occupancy_of(snapshot, workload)
+    return _standing(snapshot, workload, snapshot.cluster.by_name, snapshot.budgets.effective)
+
+
+def _standing(
+    snapshot: Snapshot,
+    workload: Workload,
+    by_name: Mapping[HostName, Host],
+    effective: Mapping[BudgetPath, float],
+) -> Standing:
+    budget = workload.budget
+    funded = effective[budget] > 0 if budget else False
+    allocated = funded and workload.min_runtime_s > 0
+    occupancy = Occupancy.ALLOCATED if allocated else Occupancy.UNALLOCATED
     if not workload.running:
         return Standing(workload, funded, occupancy, None, None, None)
     assert workload.started is not None
     protected_until = None
-    if occupancy is Occupancy.ALLOCATED:
+    if allocated:
         protected_until = workload.started + timedelta(seconds=workload.min_runtime_s)
-    states = {snapshot.cluster.host(h).state for h in workload.hosts}
+    states = {by_name[h].state for h in workload.hosts}
     if HostState.MAINTENANCE in states:
         # The host went out of service under it: an availability event, not a choice of the plan.
         return Standing(
@@ -92,7 +106,7 @@ def standing(snapshot: Snapshot, workload: Workload) -> Standing:
             workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_DRAINING
         )
     if (
-        occupancy is Occupancy.ALLOCATED
+        allocated
         and not workload.resumable
         and workload.running_seconds(snapshot.now) > snapshot.policy.checkpoint_interval_s
     ):
@@ -104,7 +118,10 @@ def standing(snapshot: Snapshot, workload: Workload) -> Standing:
 
 
 def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:
-    return MappingProxyType({w.id: standing(snapshot, w) for w in snapshot.workloads})
+    by_name, effective = snapshot.cluster.by_name, snapshot.budgets.effective
+    return MappingProxyType(
+        {w.id: _standing(snapshot, w, by_name, effective) for w in snapshot.workloads}
+    )
 
 
 def lost_hours_per_gpu(snapshot: Snapshot, w: Workload) -> float:

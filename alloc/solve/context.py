@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from alloc.domain import Occupancy, Snapshot, WorkloadId
+from alloc.domain import Action, Occupancy, Snapshot, WorkloadId
 from alloc.policy.contract import Standing, standings
 from alloc.policy.fairshare import FairShare, fair_share
 from alloc.policy.weights import Tier, Weights, weights
@@ -42,11 +42,19 @@ class RoundContext:
     def initial_load(self) -> Load:
         """Protected work held and every optional running workload kept where it is."""
         load = Load(self.hosts)
-        load.hold_all(
-            self._holding(wid, self.running_placement(wid))
-            for wid, s in self.standings.items()
-            if s.protected or s.optional_running
-        )
+        index = self.hosts.index
+        tier, value, cost = self.weights.tier, self.weights.hold_value, self.weights.preempt_cost
+        items: list[tuple[WorkloadId, dict[int, int], Tier | None, float]] = []
+        for wid, s in self.standings.items():  # as `_holding` of each, in one pass
+            w = s.workload
+            if not w.running or s.forced is Action.PREEMPT:
+                continue
+            placement = {index[h]: g for h, g in w.hosts.items()}
+            if s.forced is Action.KEEP:
+                items.append((wid, placement, None, 0.0))
+            else:
+                items.append((wid, placement, tier[wid], value[wid] + cost.get(wid, 0.0)))
+        load.hold_all(items, fresh=True)
         return load
 
     def running_placement(self, workload: WorkloadId) -> dict[int, int]:

@@ -13,25 +13,27 @@ from alloc.solve.load import Load
 from alloc.solve.placement import place
 from alloc.solve.problem import Shape
 
+_HOLDING = {
+    Tier.ENTITLED: Reason.UNDER_ALLOCATION,
+    Tier.OVER: Reason.OVER_ALLOCATION,
+    Tier.UNALLOCATED: Reason.UNALLOCATED_FILL,
+    Tier.PROTECTED: Reason.PROTECTED,
+}
+_PREEMPT = {
+    Tier.UNALLOCATED: Reason.UNALLOCATED_DISPLACED,
+    Tier.OVER: Reason.REBALANCED,
+    Tier.ENTITLED: Reason.MAKE_ROOM,
+}
+
 
 def _holding_reason(ctx: RoundContext, wid: WorkloadId) -> Reason:
-    s = ctx.standings[wid]
-    if not s.funded:
+    if not ctx.standings[wid].funded:
         return Reason.UNFUNDED
-    return {
-        Tier.ENTITLED: Reason.UNDER_ALLOCATION,
-        Tier.OVER: Reason.OVER_ALLOCATION,
-        Tier.UNALLOCATED: Reason.UNALLOCATED_FILL,
-        Tier.PROTECTED: Reason.PROTECTED,
-    }[ctx.tier(wid)]
+    return _HOLDING[ctx.tier(wid)]
 
 
 def _preempt_reason(ctx: RoundContext, wid: WorkloadId) -> Reason:
-    return {
-        Tier.UNALLOCATED: Reason.UNALLOCATED_DISPLACED,
-        Tier.OVER: Reason.REBALANCED,
-        Tier.ENTITLED: Reason.MAKE_ROOM,
-    }[ctx.tier(wid)]
+    return _PREEMPT[ctx.tier(wid)]
 
 
 class _WaitReasons:
@@ -126,11 +128,8 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
 
 def drained_hosts(ctx: RoundContext, load: Load) -> tuple[HostName, ...]:
     """Draining hosts that hold nothing once the plan is applied: ready for repair or removal."""
-    return tuple(
-        h.name
-        for i, h in enumerate(ctx.snapshot.cluster.hosts)
-        if h.state.draining and load.used[i] == 0
-    )
+    names = ctx.hosts.names
+    return tuple(names[i] for i in np.flatnonzero(ctx.hosts.draining & (load.used == 0)))
 
 
 def occupancy_metrics(ctx: RoundContext, load: Load) -> dict[str, float]:

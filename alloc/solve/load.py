@@ -83,21 +83,25 @@ class Load:
             self.reclaim_total[category] += total
 
     def hold_all(
-        self, items: Iterable[tuple[WorkloadId, Mapping[int, int], Hashable | None, float]]
+        self,
+        items: Iterable[tuple[WorkloadId, Mapping[int, int], Hashable | None, float]],
+        fresh: bool = False,
     ) -> None:
         """`hold` for many workloads at once (a round's running work), with the arrays updated
-        in bulk: the same state as holding them one by one, in a fraction of the time."""
+        in bulk: the same state as holding them one by one, in a fraction of the time.
+        `fresh`: the placements are new dicts nobody else holds (kept without a copy)."""
         hs: list[int] = []
         gs: list[int] = []
         per_category: dict[Hashable, tuple[list[int], list[int], list[float], list[float]]] = {}
+        held, on_host = self.held, self.on_host
         for workload, placement, category, cost in items:
-            assert workload not in self.held, workload
-            self.held[workload] = dict(placement)
+            assert workload not in held, workload
+            held[workload] = placement if fresh else dict(placement)  # type: ignore[assignment]
+            hs.extend(placement)
+            gs.extend(placement.values())
+            for h in placement:
+                on_host[h].add(workload)
             total = sum(placement.values())
-            for h, g in placement.items():
-                hs.append(h)
-                gs.append(g)
-                self.on_host[h].add(workload)
             if category is None:
                 continue
             self.category[workload] = (category, cost)

@@ -22,6 +22,7 @@ class HostArrays:
     index: Mapping[HostName, int]
     cap: np.ndarray  # GPUs per host
     ready: np.ndarray  # accepts new work
+    draining: np.ndarray  # unhealthy or retired: work leaves, the host is handed over empty
     type_of: np.ndarray  # index into `types`
     types: tuple[str, ...]
     block_of: np.ndarray  # index into `blocks`
@@ -68,6 +69,7 @@ def _host_arrays(cluster: Cluster) -> HostArrays:
         index=MappingProxyType({h.name: i for i, h in enumerate(hosts)}),
         cap=np.fromiter((h.gpus for h in hosts), np.int64, len(hosts)),
         ready=np.fromiter((h.state.accepts_work for h in hosts), bool, len(hosts)),
+        draining=np.fromiter((h.state.draining for h in hosts), bool, len(hosts)),
         type_of=np.fromiter((type_index[h.gpu_type] for h in hosts), np.int64, len(hosts)),
         types=types,
         block_of=block_of,

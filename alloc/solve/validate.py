@@ -85,36 +85,40 @@ def validate(
 def _decision_problems(snapshot, hosts, w, d, s) -> list[str]:  # type: ignore[no-untyped-def]
     out: list[str] = []
     name = w.id
-    if d.occupancy is not s.occupancy:
-        out.append(f"{name}: occupancy {d.occupancy.value}, the contract says {s.occupancy.value}")
+    action, occupancy, until = d.action, d.occupancy, d.protected_until
+    if occupancy is not s.occupancy:
+        out.append(f"{name}: occupancy {occupancy.value}, the contract says {s.occupancy.value}")
     if w.min_runtime_s > snapshot.policy.max_min_runtime_s:
         out.append(f"{name}: minimum runtime above max_min_runtime (7)")
-    if not s.funded and d.protected_until is not None:
-        out.append(f"{name}: unfunded work is protected (5)")
-    if d.occupancy is Occupancy.UNALLOCATED and d.protected_until is not None:
-        out.append(f"{name}: unallocated work is protected (5)")
-    if w.running and d.action not in (Action.KEEP, Action.PREEMPT):
-        out.append(f"{name}: running, so it is kept or preempted, not '{d.action.value}'")
-    if not w.running and d.action not in (Action.START, Action.WAIT):
-        out.append(f"{name}: queued, so it starts or waits, not '{d.action.value}'")
-    if s.forced is Action.KEEP and d.action is not Action.KEEP:
+    if until is not None:
+        if not s.funded:
+            out.append(f"{name}: unfunded work is protected (5)")
+        if occupancy is Occupancy.UNALLOCATED:
+            out.append(f"{name}: unallocated work is protected (5)")
+    if w.running:
+        if action is not Action.KEEP and action is not Action.PREEMPT:
+            out.append(f"{name}: running, so it is kept or preempted, not '{action.value}'")
+    elif action is not Action.START and action is not Action.WAIT:
+        out.append(f"{name}: queued, so it starts or waits, not '{action.value}'")
+    if s.forced is Action.KEEP and action is not Action.KEEP:
         if s.forced_reason is Reason.COSTLY_TO_STOP:
-            out.append(f"{name}: kept by the contract (costly_to_stop), but {d.action.value}")
+            out.append(f"{name}: kept by the contract (costly_to_stop), but {action.value}")
         else:
-            out.append(f"{name}: protected until {s.protected_until}, but {d.action.value} (3)")
-    if s.forced is Action.PREEMPT and d.action is Action.KEEP:
+            out.append(f"{name}: protected until {s.protected_until}, but {action.value} (3)")
+    if s.forced is Action.PREEMPT and action is Action.KEEP:
         out.append(f"{name}: kept on a host that is {s.forced_reason.value} (1)")
-    if d.action is Action.KEEP and dict(d.hosts) != dict(w.hosts):
+    if action is Action.KEEP and d.hosts != w.hosts:
         out.append(f"{name}: kept, but on other hosts than it runs on")
-    if d.occupancy is Occupancy.ALLOCATED and d.action.holds_gpus:
-        start = w.started if w.running else snapshot.now
-        want = start + timedelta(seconds=w.min_runtime_s)
-        if d.protected_until != want:
-            out.append(f"{name}: protected_until {d.protected_until}, expected {want}")
-    if d.action is Action.START:
-        out += _start_shape(hosts, w, d)
-    if d.action.holds_gpus and any(g <= 0 for g in d.hosts.values()):
-        out.append(f"{name}: holds a non-positive number of GPUs on a host")
+    if action is Action.KEEP or action is Action.START:
+        if occupancy is Occupancy.ALLOCATED:
+            start = w.started if w.running else snapshot.now
+            want = start + timedelta(seconds=w.min_runtime_s)
+            if until != want:
+                out.append(f"{name}: protected_until {until}, expected {want}")
+        if action is Action.START:
+            out += _start_shape(hosts, w, d)
+        if any(g <= 0 for g in d.hosts.values()):
+            out.append(f"{name}: holds a non-positive number of GPUs on a host")
     return out
 
 
@@ -258,7 +262,12 @@ def _priority_order(snapshot, hosts, plan, used, reserved) -> list[str]:  # type
 def _drains(snapshot, hosts, plan, used) -> list[str]:  # type: ignore[no-untyped-def]
     out = []
     listed = set(plan.drained_hosts)
-    for i, h in enumerate(snapshot.cluster.hosts):
+    cluster = snapshot.cluster.hosts
+    drained = hosts.draining & (used == 0)
+    for i in sorted({*np.flatnonzero(drained).tolist(), *(hosts.index.get(n, -1) for n in listed)}):
+        if i < 0:
+            continue  # unknown: below
+        h = cluster[i]
         empty = used[i] == 0
         if h.name in listed and not (h.state.draining and empty):
             out.append(
