@@ -24,6 +24,7 @@ from alloc.io.durations import format_time
 from alloc.policy.weights import Tier
 from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext, round_context
+from alloc.solve.reserve import reservations
 
 REASON_TEXT = {
     Reason.UNDER_ALLOCATION: "its budget node is within its entitlement for this round",
@@ -221,6 +222,15 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
     held = _reservation_lines(plan, wid)
     if d.reason is Reason.RESERVED:
         return held
+    if (
+        not shape.single
+        and d.occupancy is Occupancy.ALLOCATED
+        and all(r.workload != wid for r in plan.reservations)
+    ):
+        why: dict[WorkloadId, str] = {}
+        reservations(ctx.snapshot, ctx.standings, hosts, why)
+        if wid in why:
+            held.append(f"no hosts are held back for it (models/round.md 8): {why[wid]}")
     if d.reason is Reason.GPU_TYPE:
         return [f"a ready host with GPU type {w.gpu_type} (types here: {', '.join(hosts.types)})"]
     if d.reason is Reason.TOO_LARGE:

@@ -180,3 +180,25 @@ def test_explain_says_who_holds_the_reservation_and_until_when():
     waiting = "\n".join(explain(snap, plan, "b-next").lines())
     assert "b-next: wait (reserved)" in waiting
     assert "reserved for a-gang" in waiting
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        (
+            {"gang_gpus": 40},
+            "a is owed 32 GPUs (its effective allocation x the ready GPUs) and holds 0 "
+            "allocated GPUs: with its 40 it would be beyond what it is owed",
+        ),
+        ({"usage": {"a": 6000, "b": 0}}, "a has used its share over the window (ratio 1.12)"),
+    ],
+    ids=["beyond what it is owed", "over its share"],
+)
+def test_explain_says_why_no_hosts_are_held_back_for_a_waiting_gang(changes, said):
+    from alloc.explain import explain
+
+    snap = snapshot_of(_example(**changes))
+    plan = solve_checked(snap, "greedy")
+    assert plan.reservations == ()
+    text = " ".join(" ".join(explain(snap, plan, "a-gang").lines()).split())
+    assert f"no hosts are held back for it (models/round.md 8): {said}" in text

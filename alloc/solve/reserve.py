@@ -54,9 +54,14 @@ class Held:
 
 
 def reservations(
-    snapshot: Snapshot, st: Mapping[WorkloadId, Standing], hosts: HostArrays
+    snapshot: Snapshot,
+    st: Mapping[WorkloadId, Standing],
+    hosts: HostArrays,
+    why_not: dict[WorkloadId, str] | None = None,
 ) -> tuple[Held, ...]:
-    gangs = _candidates(snapshot, st, hosts)
+    """The round's reservations; `why_not`, when given, receives for every queued allocated
+    multi-host gang without one the rule's reason (for `alloc explain`)."""
+    gangs = _candidates(snapshot, st, hosts, why_not)
     if not gangs:
         return ()
     now = snapshot.now.timestamp()
@@ -80,10 +85,25 @@ def reservations(
     out: list[Held] = []
     for w, shape in gangs:
         if place(shape, beside, hosts) is not None:
-            continue  # it can start this round (displacing what it may): the solvers decide
+            # It can start this round (displacing what it may): the solvers decide.
+            if why_not is not None:
+                why_not[w] = "it fits beside the protected work this round: it needs no reservation"
+            continue
         eligible = shape.allowed & ~taken & np.isfinite(release)
         chosen = _soonest_hosts(shape, eligible, release, hosts)
-        if chosen is None or len(chosen) > budget:
+        if chosen is None:
+            if why_not is not None:
+                why_not[w] = (
+                    "no hosts of its shape outside other reservations have work with a known end "
+                    "(work kept as costly_to_stop runs until it finishes)"
+                )
+            continue
+        if len(chosen) > budget:
+            if why_not is not None:
+                why_not[w] = (
+                    f"it needs {len(chosen)} hosts and this round's reservations may hold only "
+                    f"{budget} more (at most {MAX_RESERVED_SHARE:.0%} of the ready hosts)"
+                )
             continue
         budget -= len(chosen)
         taken[chosen] = True
@@ -105,7 +125,10 @@ def reserved_mask(held: tuple[Held, ...], hosts: HostArrays) -> np.ndarray:
 
 
 def _candidates(
-    snapshot: Snapshot, st: Mapping[WorkloadId, Standing], hosts: HostArrays
+    snapshot: Snapshot,
+    st: Mapping[WorkloadId, Standing],
+    hosts: HostArrays,
+    why_not: dict[WorkloadId, str] | None,
 ) -> list[tuple[WorkloadId, Shape]]:
     ready_gpus = int(hosts.cap[hosts.ready].sum())
     largest = int(hosts.cap[hosts.ready].max()) if hosts.ready.any() else 0
@@ -114,19 +137,31 @@ def _candidates(
         if s.workload.running and s.occupancy is Occupancy.ALLOCATED and s.workload.budget:
             running[s.workload.budget] += s.workload.gpus
     first: dict[BudgetPath, Standing] = {}
+    gangs: list[Standing] = []
     for s in st.values():
         w = s.workload
         if w.running or s.occupancy is not Occupancy.ALLOCATED or w.gpus <= largest:
             continue
         assert w.budget is not None  # allocated work is funded
+        gangs.append(s)
         # Entitled to it once its hosts free: what the leaf holds plus the gang within what
         # it is owed (else the hosts would idle for a gang that cannot start when they free).
         owed = snapshot.budgets.effective_allocation(w.budget) * ready_gpus
         if running[w.budget] + w.gpus > owed:
+            if why_not is not None:
+                why_not[w.id] = (
+                    f"{w.budget} is owed {owed:.0f} GPUs (its effective allocation x the ready "
+                    f"GPUs) and holds {running[w.budget]} allocated GPUs: with its {w.gpus} it "
+                    "would be beyond what it is owed, so hosts held for it could idle in vain"
+                )
             continue
         best = first.get(w.budget)
         if best is None or _team_key(s) < _team_key(best):
             first[w.budget] = s
+    for s in gangs:  # one candidate per leaf
+        leader = first.get(s.workload.budget)  # type: ignore[arg-type]
+        if leader is not None and leader is not s and why_not is not None:
+            why_not[s.workload.id] = f"{leader.workload.id} of the same node goes first"
     if not first:
         return []
     _, ratios = window_ratios(snapshot)
@@ -134,6 +169,10 @@ def _candidates(
     out = []
     for budget, s in sorted(first.items(), key=lambda kv: (ratios[kv[0]], _team_key(kv[1]))):
         if ratios[budget] >= 1.0:
+            if why_not is not None:
+                why_not[s.workload.id] = (
+                    f"{budget} has used its share over the window (ratio {ratios[budget]:.2f})"
+                )
             continue
         shape = shape_of(s.workload, hosts)
         if shape.single or place(shape, empty, hosts) is None:
