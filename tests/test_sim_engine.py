@@ -250,6 +250,31 @@ def test_preempted_work_keeps_its_progress_up_to_its_last_checkpoint(
     ]
 
 
+@pytest.mark.parametrize("policy", CONTRACT)
+def test_preempted_work_that_fits_elsewhere_restarts_at_the_next_allowed_round(policy):
+    # Three hosts (24 GPUs; teams a and b are owed 12 each). Team b runs v and w (4 GPUs each,
+    # past their 1-minute protection) on one host, z (8 GPUs) and y (4 GPUs), both protected
+    # 4 h, on the others: 4 GPUs are free. At 1000 s team a's two 8-GPU runs arrive: a is
+    # owed 12, b's 12 are z and y, so v and w are beyond b's entitlement and make room for a's
+    # first run (no host has 8 free). Requeued, each fits the 4 free GPUs (a's second run
+    # cannot use them): like an arrival, that calls for a round at 1010 s (the minimum gap),
+    # where one restarts, instead of waiting for the periodic round at 1200 s.
+    jobs = [
+        job("v", "b", 4, 0.0, 10 * HOUR, 60.0),
+        job("w", "b", 4, 0.0, 10 * HOUR, 60.0),
+        job("z", "b", 8, 0.0, 10 * HOUR, 4 * HOUR),
+        job("y", "b", 4, 0.0, 10 * HOUR, 4 * HOUR),
+        job("a", "a", 8, 1000.0, 10 * HOUR, HOUR),
+        job("a2", "a", 8, 1000.0, 10 * HOUR, HOUR),
+    ]
+    result = simulate(lab(3), jobs, policy, days=0.5)
+    assert times(result, "a")[0] == 1000.0
+    assert {p.workload for p in result.recorder.preemptions if p.t_s == 1000.0} == {"v", "w"}
+    restarts = sorted(result.world.jobs[WorkloadId(j)].seg_start_s for j in ("v", "w"))
+    assert restarts[0] == 1010.0
+    assert result.violations == 0
+
+
 # protection and rebalancing
 
 

@@ -223,6 +223,17 @@ class Simulation:
         report = self.executor.apply(plan)
         starts = 0
         for r in report.results:
+            # Preempted work is requeued: like an arrival, it calls for a round (at the next
+            # allowed time) if it fits the GPUs left free, e.g. beside the work that displaced
+            # it on another host.
+            if (
+                r.ok
+                and r.action is Action.PREEMPT
+                and not self.round_pending
+                and arrival_fits_free(self.world, r.workload)
+            ):
+                self.round_pending = True
+                self.push(t + self.config.min_round_gap_s, Kind.ROUND)
             if not r.ok or r.action is not Action.START:
                 continue
             starts += 1
