@@ -191,14 +191,47 @@ def test_explain_says_who_holds_the_reservation_and_until_when():
             "allocated GPUs: with its 40 it would be beyond what it is owed",
         ),
         ({"usage": {"a": 6000, "b": 0}}, "a has used its share over the window (ratio 1.12)"),
+        (
+            {"costly": 6},
+            "every set of hosts of its shape holds work kept as costly_to_stop, which has no "
+            "known end",
+        ),
     ],
-    ids=["beyond what it is owed", "over its share"],
+    ids=["beyond what it is owed", "over its share", "no host with a known end"],
 )
 def test_explain_says_why_no_hosts_are_held_back_for_a_waiting_gang(changes, said):
     from alloc.explain import explain
 
-    snap = snapshot_of(_example(**changes))
+    costly = changes.pop("costly", 0)
+    data = _example(**changes)
+    for run in data["workloads"][1 : 1 + costly]:  # b's runs: past a 1-hour protection
+        run.update(min_runtime="1h", resumable=False)
+    snap = snapshot_of(data)
     plan = solve_checked(snap, "greedy")
     assert plan.reservations == ()
     text = " ".join(" ".join(explain(snap, plan, "a-gang").lines()).split())
     assert f"no hosts are held back for it (models/round.md 8): {said}" in text
+
+
+def test_explain_tells_a_second_gang_of_the_node_that_the_first_goes_first():
+    """One reservation per node: a's 32-GPU gang (priority 0, earlier) is reserved for; its
+    24-GPU gang of the same priority, submitted later, is told so (and not the reason of a
+    third gang that is beyond what a is owed)."""
+    from alloc.explain import explain
+
+    data = _example()
+    data["workloads"] += [
+        {"id": "a-gang2", "budget": "a", "gpus": 24, "min_runtime": "4h",
+         "submitted": "2026-11-30T08:00:00Z"},
+        {"id": "a-huge", "budget": "a", "gpus": 40, "min_runtime": "4h", "priority": 2,
+         "submitted": "2026-11-30T06:00:00Z"},
+    ]
+    snap = snapshot_of(data)
+    plan = solve_checked(snap, "greedy")
+    assert [r.workload for r in plan.reservations] == ["a-gang"]
+
+    def said(wid: str) -> str:
+        return " ".join(" ".join(explain(snap, plan, wid).lines()).split())
+
+    assert "a-gang of the same node goes first (one reservation per node" in said("a-gang2")
+    assert "with its 40 it would be beyond what it is owed" in said("a-huge")

@@ -679,6 +679,27 @@ def test_occupancy_while_queued_counts_only_work_that_could_ever_start(policy):
     )
 
 
+def test_a_gang_does_not_fit_free_hosts_of_two_gpu_types():
+    # a1, a2 (A100) and h1, h2 (H100), 8 GPUs each, one block. x holds a1 and y h1 for the
+    # whole run; g (16 GPUs, no type named, at 60 s) needs two whole free hosts of one type and
+    # size: a2 and h2 are not that, so no waiting work fits the idle half of the cluster.
+    hosts = [
+        host(n, gpu_type=ty, block="b1", rack="r1")
+        for n, ty in (("a1", "a100"), ("a2", "a100"), ("h1", "h100"), ("h2", "h100"))
+    ]
+    jobs = [
+        job("x", "a", 8, 0.0, 10 * HOUR, 4 * HOUR, gpu_type="a100"),
+        job("y", "b", 8, 0.0, 10 * HOUR, 4 * HOUR, gpu_type="h100"),
+        job("g", "a", 16, 60.0, HOUR, HOUR),
+    ]
+    result = simulate(lab(hosts=hosts), jobs, "greedy", days=2 / 24)
+    assert times(result, "g") == (None, None)
+    m = metrics(result, "greedy", 1)
+    assert m["idle_while_queued"] == pytest.approx(
+        {"total": 0.5, "work_fit": 0.0, "nothing_fit": 0.5}, abs=1e-6
+    )
+
+
 def test_idle_gpus_that_waiting_work_fits_are_told_apart():
     """A planner that starts nothing (it keeps what runs and leaves the queue waiting): the
     4-GPU job fits the idle host all along, so all idle time is time it could have filled."""

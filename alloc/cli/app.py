@@ -154,6 +154,9 @@ def explain(
     guarded(act)
 
 
+app.command(name="status")(status)  # listed after explain in --help
+
+
 @app.command()
 def generate(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
@@ -273,7 +276,6 @@ from alloc.cli.sim_cmd import whatif as _whatif  # noqa: E402
 
 app.command(name="simulate")(_simulate)
 app.command(name="whatif")(_whatif)
-app.command(name="status")(status)
 
 
 def main() -> None:

@@ -221,19 +221,20 @@ class Simulation:
         if problems and len(result.first_violations) < 20:
             result.first_violations.extend(f"{snapshot.now.isoformat()}: {p}" for p in problems)
         report = self.executor.apply(plan)
+        reserved = frozenset(h for r in plan.reservations for h in r.hosts)
+        # Preempted work is requeued: like an arrival, it calls for a round (at the next
+        # allowed time) if it fits the GPUs left free, e.g. beside the work that displaced it
+        # on another host.
+        requeued = [r.workload for r in report.results if r.ok and r.action is Action.PREEMPT]
+        if (
+            requeued
+            and not self.round_pending
+            and waiting_fits_free(self.world, reserved, requeued)
+        ):
+            self.round_pending = True
+            self.push(t + self.config.min_round_gap_s, Kind.ROUND)
         starts = 0
         for r in report.results:
-            # Preempted work is requeued: like an arrival, it calls for a round (at the next
-            # allowed time) if it fits the GPUs left free, e.g. beside the work that displaced
-            # it on another host.
-            if (
-                r.ok
-                and r.action is Action.PREEMPT
-                and not self.round_pending
-                and arrival_fits_free(self.world, r.workload)
-            ):
-                self.round_pending = True
-                self.push(t + self.config.min_round_gap_s, Kind.ROUND)
             if not r.ok or r.action is not Action.START:
                 continue
             starts += 1
@@ -255,7 +256,7 @@ class Simulation:
         )
         if int(t // 3600) not in self.recorder.ratios:
             self.recorder.ratios[int(t // 3600)] = self.world.leaf_ratios()
-        return frozenset(h for r in plan.reservations for h in r.hosts)
+        return reserved
 
     def _hand_over(self, t: float, name: HostName) -> None:
         """A drained host goes to repair (unhealthy) or leaves the cluster (retired)."""

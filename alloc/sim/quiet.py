@@ -13,6 +13,7 @@ one vectorised placement test per distinct request shape.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,42 +117,54 @@ def _whole_hosts_fit(whole: np.ndarray, cap: np.ndarray, gpus: int) -> bool:
     return False
 
 
-def waiting_fits_free(world: World, reserved: frozenset[HostName]) -> bool:
+def waiting_fits_free(
+    world: World, reserved: frozenset[HostName], only: Iterable[WorkloadId] | None = None
+) -> bool:
     """Some queued job fits into the GPUs free right now, as it is: on one ready host of its
     type with room, or (larger than every such host) on enough whole free hosts of one size,
     in one block for topology block. Hosts reserved for a gang do not count for allocated
     work (the rule keeps it off them). After a round this is a GPU the round left idle
-    although waiting work could use it (`metrics`: idle while waiting work fit)."""
+    although waiting work could use it (`metrics`: idle while waiting work fit). `only`:
+    these queued jobs instead of the whole queue."""
     if not world.queued:
         return False
+    jobs = (
+        world.queued.values()
+        if only is None
+        else (world.queued[j] for j in only if j in world.queued)
+    )
     t = _hosts(world)
     used = np.fromiter((world.used[n] for n in t.names), np.int64, len(t.names))
     free = np.where(t.ready, t.cap - used, 0)
     off = np.array([n in reserved for n in t.names], bool) if reserved else None
     seen: set[tuple[int, Topology, str | None, bool]] = set()
-    for sj in world.queued.values():
+    for sj in jobs:
         kept_off = off is not None and world.charged(sj.job)
         key = (sj.job.gpus, sj.topology, sj.job.gpu_type, kept_off)
         if key in seen:
             continue
         seen.add(key)
-        usable = t.ready.copy()
+        of_type = t.ready.copy()
         if sj.job.gpu_type is not None:
-            usable &= np.array([ty == sj.job.gpu_type for ty in t.types], bool)
-        if kept_off and off is not None:
-            usable &= ~off
-        if not usable.any():
+            of_type &= np.array([ty == sj.job.gpu_type for ty in t.types], bool)
+        if not of_type.any():
             continue
+        # Its shape (one host, or whole hosts) comes from the ready hosts of its type;
+        # reservations only narrow where it may go (solve.reserve.off_reserved).
+        single = sj.job.gpus <= int(t.cap[of_type].max())
+        usable = of_type & ~off if kept_off and off is not None else of_type
         g = sj.job.gpus
-        if g <= int(t.cap[usable].max()):
+        if single:
             if np.any(usable & (free >= g)):
                 return True
             continue
-        groups: dict[tuple[int, str | None], int] = {}
+        # A gang takes whole hosts of one GPU type and size (in one block for topology block).
+        groups: dict[tuple[str, int, str | None], int] = {}
         for i in np.flatnonzero(usable & (free == t.cap)).tolist():
-            k = (int(t.cap[i]), t.blocks[i] if sj.topology is Topology.BLOCK else None)
+            block = t.blocks[i] if sj.topology is Topology.BLOCK else None
+            k = (t.types[i], int(t.cap[i]), block)
             groups[k] = groups.get(k, 0) + 1
-        if any(n >= -(-g // c) for (c, _), n in groups.items()):
+        if any(n >= -(-g // c) for (_, c, _), n in groups.items()):
             return True
     return False
 

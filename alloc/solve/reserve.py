@@ -93,10 +93,7 @@ def reservations(
         chosen = _soonest_hosts(shape, eligible, release, hosts)
         if chosen is None:
             if why_not is not None:
-                why_not[w] = (
-                    "no hosts of its shape outside other reservations have work with a known end "
-                    "(work kept as costly_to_stop runs until it finishes)"
-                )
+                why_not[w] = _no_hosts(shape, taken, release, hosts)
             continue
         if len(chosen) > budget:
             if why_not is not None:
@@ -143,7 +140,6 @@ def _candidates(
         if w.running or s.occupancy is not Occupancy.ALLOCATED or w.gpus <= largest:
             continue
         assert w.budget is not None  # allocated work is funded
-        gangs.append(s)
         # Entitled to it once its hosts free: what the leaf holds plus the gang within what
         # it is owed (else the hosts would idle for a gang that cannot start when they free).
         owed = snapshot.budgets.effective_allocation(w.budget) * ready_gpus
@@ -155,13 +151,10 @@ def _candidates(
                     "would be beyond what it is owed, so hosts held for it could idle in vain"
                 )
             continue
+        gangs.append(s)
         best = first.get(w.budget)
         if best is None or _team_key(s) < _team_key(best):
             first[w.budget] = s
-    for s in gangs:  # one candidate per leaf
-        leader = first.get(s.workload.budget)  # type: ignore[arg-type]
-        if leader is not None and leader is not s and why_not is not None:
-            why_not[s.workload.id] = f"{leader.workload.id} of the same node goes first"
     if not first:
         return []
     _, ratios = window_ratios(snapshot)
@@ -178,7 +171,32 @@ def _candidates(
         if shape.single or place(shape, empty, hosts) is None:
             continue
         out.append((s.workload.id, shape))
+    if why_not is not None:  # one candidate per leaf: the others wait behind it
+        for s in gangs:
+            leader = first[s.workload.budget]  # type: ignore[index]
+            if leader is not s:
+                why_not[s.workload.id] = why_not.get(
+                    leader.workload.id,
+                    f"{leader.workload.id} of the same node goes first (one reservation per "
+                    "node: higher priority, then earlier submission)",
+                )
     return out
+
+
+def _no_hosts(shape: Shape, taken: np.ndarray, release: np.ndarray, hosts: HostArrays) -> str:
+    """Why no hosts of the gang's shape could be reserved: the causes told apart."""
+    free_of_costly = np.isfinite(release)
+    if _soonest_hosts(shape, shape.allowed & free_of_costly, release, hosts) is not None:
+        return "the hosts of its shape are reserved for gangs ahead of it this round"
+    if _soonest_hosts(shape, shape.allowed & ~taken, release, hosts) is not None:
+        return (
+            "every set of hosts of its shape holds work kept as costly_to_stop, which has no "
+            "known end (it runs until it finishes)"
+        )
+    return (
+        "no set of hosts of its shape is both free of costly_to_stop work and outside the "
+        "reservations of gangs ahead of it"
+    )
 
 
 def _team_key(s: Standing) -> tuple[int, datetime, str]:
