@@ -139,6 +139,7 @@ def throughput(cmd: SlurmCommands, n: int, solver: str) -> dict[str, Any]:
             time.sleep(1.0)
         runs = store.runs()
     restarts = sum(int(states[i].get("restart_cnt") or 0) for i in ids)
+    submitted = set(ids)
     runs_per_job: dict[str, int] = {}
     for r in runs:
         runs_per_job[r.workload] = runs_per_job.get(r.workload, 0) + 1
@@ -151,8 +152,8 @@ def throughput(cmd: SlurmCommands, n: int, solver: str) -> dict[str, Any]:
         "planned_starts": planned_starts,
         "preemptions": preemptions,
         "slurm_restarts": restarts,
-        "ledger_runs": sum(1 for r in runs if r.workload in set(ids)),
-        "other_runs": sum(1 for r in runs if r.workload not in set(ids)),  # earlier jobs' runs
+        "ledger_runs": sum(1 for r in runs if r.workload in submitted),
+        "other_runs": sum(1 for r in runs if r.workload not in submitted),  # earlier jobs' runs
         "jobs_with_runs_not_starts": sum(
             1 for i in ids if runs_per_job.get(i, 0) != 1 + int(states[i].get("restart_cnt") or 0)
         ),

@@ -13,7 +13,6 @@ from types import MappingProxyType
 from alloc.domain import (
     HOUR_S,
     Action,
-    BudgetPath,
     BudgetTree,
     Host,
     HostName,
@@ -74,18 +73,12 @@ def occupancy_of(snapshot: Snapshot, workload: Workload) -> Occupancy:
 
 
 def standing(snapshot: Snapshot, workload: Workload) -> Standing:
-    return _standing(snapshot, workload, snapshot.cluster.by_name, snapshot.budgets.effective)
+    return _standing(snapshot, workload, snapshot.cluster.by_name)
 
 
-def _standing(
-    snapshot: Snapshot,
-    workload: Workload,
-    by_name: Mapping[HostName, Host],
-    effective: Mapping[BudgetPath, float],
-) -> Standing:
-    budget = workload.budget
-    funded = effective[budget] > 0 if budget else False
-    allocated = funded and workload.min_runtime_s > 0
+def _standing(snapshot: Snapshot, workload: Workload, by_name: Mapping[HostName, Host]) -> Standing:
+    funded = funded_in(snapshot.budgets, workload)
+    allocated = funded and workload.min_runtime_s > 0  # allocated_in, without asking twice
     occupancy = Occupancy.ALLOCATED if allocated else Occupancy.UNALLOCATED
     if not workload.running:
         return Standing(workload, funded, occupancy, None, None, None)
@@ -118,10 +111,8 @@ def _standing(
 
 
 def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:
-    by_name, effective = snapshot.cluster.by_name, snapshot.budgets.effective
-    return MappingProxyType(
-        {w.id: _standing(snapshot, w, by_name, effective) for w in snapshot.workloads}
-    )
+    by_name = snapshot.cluster.by_name
+    return MappingProxyType({w.id: _standing(snapshot, w, by_name) for w in snapshot.workloads})
 
 
 def lost_hours_per_gpu(snapshot: Snapshot, w: Workload) -> float:
