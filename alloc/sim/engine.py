@@ -18,7 +18,6 @@ from alloc.ledger import Ledger, LedgerStore, SQLiteStore
 from alloc.sim.hosts import FailureModel, HostEvent
 from alloc.sim.policies import Planner
 from alloc.sim.quiet import (
-    arrival_fits_free,
     could_take_place,
     nothing_to_decide,
     on_draining_host,
@@ -163,7 +162,8 @@ class Simulation:
             job_id = WorkloadId(str(payload))
             world.arrive(job_id)
             # Unallocated work only takes free GPUs: no room, no round.
-            return world.charged(world.jobs[job_id].job) or arrival_fits_free(world, job_id)
+            charged = world.charged(world.jobs[job_id].job)
+            return charged or waiting_fits_free(world, frozenset(), (job_id,))
         if kind in (Kind.COMPLETE, Kind.PROTECTION_END):
             assert isinstance(payload, tuple)
             job_id, version = payload

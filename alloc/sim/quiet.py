@@ -169,26 +169,6 @@ def waiting_fits_free(
     return False
 
 
-def arrival_fits_free(world: World, job_id: WorkloadId) -> bool:
-    """Some ready host of the job's GPU type has room for it on free GPUs alone (whole
-    hosts for a job larger than any such host: enough whole free hosts, blocks and host
-    sizes ignored: a necessary condition)."""
-    gpus, wanted = world.jobs[job_id].job.gpus, world.jobs[job_id].job.gpu_type
-    whole = 0
-    largest = 0
-    for name, host in world.hosts.items():
-        if host.state is not HostState.READY or name in world.removed:
-            continue
-        if wanted is not None and host.gpu_type != wanted:
-            continue
-        largest = max(largest, host.gpus)
-        free = host.gpus - world.used[name]
-        if free >= gpus:
-            return True
-        whole += host.gpus if free == host.gpus else 0
-    return gpus > largest and whole >= gpus
-
-
 def could_take_place(world: World, sj: SimJob) -> bool:
     """Some queued allocated job fits on one of the running job's hosts with its GPUs and
     the host's free GPUs (any queued allocated gang counts: blocks are not checked)."""
