@@ -146,3 +146,63 @@ def test_a_lower_priority_workload_never_takes_the_place_a_higher_one_fits_in(so
     plan = solve_checked(instance(hosts=[host("h1", 4)], workloads=work), solver)
     assert started(plan) == {"small-high"}
     assert plan.decision("big-low").reason.value in ("no_room", "over_allocation")
+
+
+def _pick_by_pick(snap, candidates):
+    """The projected order as section 2.2 states it, one pick at a time: from the root, the
+    child with the lowest projected ratio (then name) with work left, down to a leaf; its next
+    workload is granted and `gpus x horizon` is charged along its path."""
+    from alloc.domain import ROOT_PATH, path_prefixes
+    from alloc.policy.fairshare import leaf_order_key, ratio
+
+    tree, cap = snap.budgets, snap.window_capacity_gpu_hours
+    horizon_h = snap.policy.horizon_s / 3600
+    projected = dict(aggregate_usage(tree, snap.usage_gpu_hours))
+    queues = {}
+    for w in sorted(candidates, key=leaf_order_key):
+        queues.setdefault(w.budget, []).append(w)
+
+    def left(path):
+        return any(q for leaf, q in queues.items() if leaf == path or leaf.startswith(path + "/"))
+
+    out = []
+    while any(queues.values()):
+        path, trail = ROOT_PATH, []
+        while not queues.get(path):
+            kids = [c for c in tree.children(path) if left(c)]
+            key = {
+                c: (ratio(projected[c], tree.effective[c], cap), c.rsplit("/")[-1]) for c in kids
+            }
+            path = min(kids, key=key.__getitem__)
+            trail.append(key[path][0])
+        w = queues[path].pop(0)
+        out.append((w.id, tuple(trail)))
+        for p in (ROOT_PATH, *path_prefixes(path)):
+            projected[p] += w.gpus * horizon_h
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_projected_order_is_the_pick_by_pick_walk_of_section_2_2(seed):
+    # Random three-level trees, usage and queues: the order and the ratios at each grant are
+    # exactly those of granting one workload at a time from the root down.
+    import random
+
+    rng = random.Random(seed)
+    programs = []
+    for p in range(rng.randint(2, 4)):
+        teams = [{"name": f"t{t}", "share": rng.randint(1, 9)} for t in range(rng.randint(1, 4))]
+        programs.append({"name": f"p{p}", "share": rng.randint(1, 9), "children": teams})
+    tree = {"name": "root", "children": programs}
+    leaves = [f"{p['name']}/{t['name']}" for p in programs for t in p["children"]]
+    usage = {leaf: rng.choice([0, rng.uniform(0, 3000)]) for leaf in leaves}
+    work = [
+        workload(f"w{i:02d}", rng.choice([1, 2, 4, 8]), budget=rng.choice(leaves),
+                 priority=rng.randint(0, 2), submitted=ago(hours=rng.randint(1, 50)))
+        for i in range(40)
+    ]
+    hosts = [host(f"h{i}") for i in range(4)]
+    snap, share = share_of(instance(hosts=hosts, budgets=tree, usage=usage, workloads=work))
+    expected = _pick_by_pick(snap, snap.workloads)
+    assert list(share.order) == [wid for wid, _ in expected]
+    assert [share.grant_ratios[wid] for wid in share.order] == [r for _, r in expected]

@@ -41,9 +41,11 @@ class Cluster:
     name: str
     hosts: tuple[Host, ...]
     by_name: Mapping[HostName, Host] = field(init=False, repr=False, compare=False)
+    all_ready: bool = field(init=False, repr=False, compare=False)  # no host in trouble
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_name", MappingProxyType({h.name: h for h in self.hosts}))
+        object.__setattr__(self, "all_ready", all(h.state is HostState.READY for h in self.hosts))
 
     def host(self, name: HostName) -> Host:
         return self.by_name[name]

@@ -76,7 +76,10 @@ def standing(snapshot: Snapshot, workload: Workload) -> Standing:
     return _standing(snapshot, workload, snapshot.cluster.by_name)
 
 
-def _standing(snapshot: Snapshot, workload: Workload, by_name: Mapping[HostName, Host]) -> Standing:
+def _standing(
+    snapshot: Snapshot, workload: Workload, by_name: Mapping[HostName, Host] | None
+) -> Standing:
+    """`by_name`: the hosts, or None when every host is ready (nothing to look up)."""
     funded = funded_in(snapshot.budgets, workload)
     allocated = funded and workload.min_runtime_s > 0  # allocated_in, without asking twice
     occupancy = Occupancy.ALLOCATED if allocated else Occupancy.UNALLOCATED
@@ -86,15 +89,15 @@ def _standing(snapshot: Snapshot, workload: Workload, by_name: Mapping[HostName,
     protected_until = None
     if allocated:
         protected_until = workload.started + timedelta(seconds=workload.min_runtime_s)
-    states = {by_name[h].state for h in workload.hosts}
-    if HostState.MAINTENANCE in states:
+    states = {by_name[h].state for h in workload.hosts} if by_name is not None else None
+    if states and HostState.MAINTENANCE in states:
         # The host went out of service under it: an availability event, not a choice of the plan.
         return Standing(
             workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_MAINTENANCE
         )
     if protected_until is not None and snapshot.now < protected_until:
         return Standing(workload, funded, occupancy, protected_until, Action.KEEP, Reason.PROTECTED)
-    if any(s.draining for s in states):
+    if states and any(s.draining for s in states):
         return Standing(
             workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_DRAINING
         )
@@ -111,7 +114,8 @@ def _standing(snapshot: Snapshot, workload: Workload, by_name: Mapping[HostName,
 
 
 def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:
-    by_name = snapshot.cluster.by_name
+    cluster = snapshot.cluster
+    by_name = None if cluster.all_ready else cluster.by_name
     return MappingProxyType({w.id: _standing(snapshot, w, by_name) for w in snapshot.workloads})
 
 

@@ -15,9 +15,8 @@ it at the ready capacity gives every node its entitlement for this round (sectio
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -84,23 +83,24 @@ def window_ratios(snapshot: Snapshot) -> tuple[dict[BudgetPath, float], dict[Bud
 
 
 class _ProjectedTree:
-    """Per internal node a heap of (projected ratio, name, child) over children with work left."""
+    """The projected order (section 2.2): at each internal node, the child with the lowest
+    projected ratio (then name) picks next, each pick charging `gpus x horizon` to its path.
+
+    A child's picks depend only on its own subtree, and its ratio only grows with them, so the
+    order is a merge, computed bottom-up: each child's sequence with the ratio it has before
+    each of its picks, sorted by (ratio, child name, position) at its parent. This is the
+    pick-by-pick walk of a heap per node, without the heaps."""
 
     def __init__(self, snapshot: Snapshot, usage: Mapping[BudgetPath, float]) -> None:
         self.tree = snapshot.budgets
         self.capacity = snapshot.window_capacity_gpu_hours
         self.horizon_h = snapshot.policy.horizon_s / HOUR_S
         self.projected = dict(usage)
-        self.queues: dict[BudgetPath, deque[Workload]] = {}
-        self.remaining: dict[BudgetPath, int] = defaultdict(int)
-        self.heaps: dict[BudgetPath, list[tuple[float, str, BudgetPath]]] = {}
+        self.queues: dict[BudgetPath, list[Workload]] = {}
         self.snapshot = snapshot
 
     def lost(self, w: Workload) -> float:
         return lost_hours_per_gpu(self.snapshot, w) if w.running else 0.0
-
-    def ratio(self, path: BudgetPath) -> float:
-        return ratio(self.projected[path], self.tree.effective[path], self.capacity)
 
     def charge(self, path: BudgetPath, gpus: int) -> None:
         added = gpus * self.horizon_h
@@ -114,41 +114,30 @@ class _ProjectedTree:
             assert w.budget
             by_leaf[w.budget].append(w)
         for leaf, work in by_leaf.items():
-            self.queues[leaf] = deque(sorted(work, key=lambda w: leaf_order_key(w, self.lost(w))))
-            for prefix in (ROOT_PATH, *path_prefixes(leaf)):
-                self.remaining[prefix] += len(work)
-        for parent in list(self.remaining):
-            heap = [
-                (self.ratio(c), c.rsplit("/", 1)[-1], c)
-                for c in self.tree.children(parent)
-                if self.remaining.get(c, 0) > 0
-            ]
-            if heap:
-                heapq.heapify(heap)
-                self.heaps[parent] = heap
+            self.queues[leaf] = sorted(work, key=lambda w: leaf_order_key(w, self.lost(w)))
 
-    def pop(self) -> tuple[Workload, tuple[float, ...]] | None:
-        if self.remaining.get(ROOT_PATH, 0) == 0:
-            return None
-        path = ROOT_PATH
-        trail: list[BudgetPath] = []
-        while path not in self.queues or not self.queues[path]:
-            path = self.heaps[path][0][2]
-            trail.append(path)
-        workload = self.queues[path].popleft()
-        ratios_at_grant = tuple(self.ratio(p) for p in trail)
-        self.charge(path, workload.gpus)
-        self.remaining[ROOT_PATH] -= 1
-        parent = ROOT_PATH
-        for node in trail:
-            self.remaining[node] -= 1
-            heap = self.heaps[parent]
-            if self.remaining[node] > 0:
-                heapq.heapreplace(heap, (self.ratio(node), node.rsplit("/", 1)[-1], node))
-            else:
-                heapq.heappop(heap)
-            parent = node
-        return workload, ratios_at_grant
+    def order(self) -> list[tuple[Workload, tuple[float, ...]]]:
+        """Every loaded workload in pick order, with the projected ratios along its path (top
+        level first) at its grant."""
+        return self._sequence(ROOT_PATH)
+
+    def _sequence(self, node: BudgetPath) -> list[tuple[Workload, tuple[float, ...]]]:
+        if node in self.queues:
+            return [(w, ()) for w in self.queues[node]]
+        merged: list[tuple[float, str, int, Workload, tuple[float, ...]]] = []
+        for child in self.tree.children(node):
+            picks = self._sequence(child)
+            if not picks:
+                continue
+            name = child.rsplit("/", 1)[-1]
+            projected = self.projected[child]
+            effective = self.tree.effective[child]
+            for i, (w, below) in enumerate(picks):
+                r = ratio(projected, effective, self.capacity)
+                merged.append((r, name, i, w, (r, *below)))
+                projected += w.gpus * self.horizon_h
+        merged.sort(key=lambda m: m[:3])
+        return [(m[3], m[4]) for m in merged]
 
 
 def fair_share(
@@ -169,6 +158,7 @@ def fair_share(
     protected_gpus: dict[BudgetPath, float] = defaultdict(float)
     demand: dict[BudgetPath, float] = defaultdict(float)
     candidates = []
+    all_ready, by_name = snapshot.cluster.all_ready, snapshot.cluster.by_name
     for s in standings.values():
         w = s.workload
         if s.occupancy is not Occupancy.ALLOCATED or s.forced is not None and not s.protected:
@@ -176,8 +166,10 @@ def fair_share(
         assert w.budget
         if s.protected:
             projected.charge(w.budget, w.gpus)
-            ready_held = sum(
-                g for h, g in w.hosts.items() if snapshot.cluster.host(h).state.accepts_work
+            ready_held = (
+                sum(w.hosts.values())
+                if all_ready
+                else sum(g for h, g in w.hosts.items() if by_name[h].state.accepts_work)
             )
             committed += ready_held
             held[w.budget] += ready_held
@@ -194,8 +186,7 @@ def fair_share(
     order: list[WorkloadId] = []
     grant_ratios: dict[WorkloadId, tuple[float, ...]] = {}
     entitled: set[WorkloadId] = set()
-    while (picked := projected.pop()) is not None:
-        w, at_grant = picked
+    for w, at_grant in projected.order():
         order.append(w.id)
         grant_ratios[w.id] = at_grant
         assert w.budget

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 
 import numpy as np
@@ -106,9 +107,12 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
             assert s.forced_reason is not None
             decision = Decision(w.id, Action.PREEMPT, s.occupancy, s.forced_reason)
         elif load.holds(w.id):
-            placement: dict[HostName, int] = {
-                hosts.names[h]: g for h, g in sorted(load.held[w.id].items())
-            }
+            # Solvers never move running work: kept, it holds the hosts it runs on.
+            placement: Mapping[HostName, int] = (
+                w.hosts
+                if w.running
+                else {hosts.names[h]: g for h, g in sorted(load.held[w.id].items())}
+            )
             action = Action.KEEP if w.running else Action.START
             decision = Decision(
                 w.id,
@@ -137,8 +141,12 @@ def occupancy_metrics(ctx: RoundContext, load: Load) -> dict[str, float]:
     ready = hosts.ready
     ready_gpus = int(hosts.cap[ready].sum())
     allocated = unallocated = 0
+    all_ready = ctx.snapshot.cluster.all_ready
     for wid, placement in load.held.items():
-        on_ready = sum(g for h, g in placement.items() if ready[h])
+        if all_ready:
+            on_ready = sum(placement.values())
+        else:
+            on_ready = sum(g for h, g in placement.items() if ready[h])
         if ctx.standings[wid].occupancy is Occupancy.ALLOCATED:
             allocated += on_ready
         else:

@@ -24,7 +24,7 @@ class Load:
         self.used = np.zeros(hosts.count, np.int64)
         self._free = np.where(hosts.ready, hosts.cap, 0)
         self.held: dict[WorkloadId, Placement] = {}
-        self.on_host: defaultdict[int, set[WorkloadId]] = defaultdict(set)
+        self._on_host: defaultdict[int, set[WorkloadId]] | None = defaultdict(set)
         self.category: dict[WorkloadId, tuple[Hashable, float]] = {}
         self.reclaim: dict[Hashable, np.ndarray] = {}
         self.reclaim_cost: dict[Hashable, np.ndarray] = {}  # each victim's cost shared by host
@@ -40,6 +40,17 @@ class Load:
         # fails again (`failed`: search key -> version; see greedy.find_place).
         self.version = 0
         self.failed: dict[Hashable, int] = {}
+
+    @property
+    def on_host(self) -> defaultdict[int, set[WorkloadId]]:
+        """Who holds GPUs on each host; built when first asked after a bulk `hold_all` (most
+        rounds never ask: nothing is displaced). Read-only."""
+        if self._on_host is None:
+            self._on_host = defaultdict(set)
+            for workload, placement in self.held.items():
+                for h in placement:
+                    self._on_host[h].add(workload)
+        return self._on_host
 
     def free(self) -> np.ndarray:
         """GPUs new work may take per host (nothing on hosts that are not ready). Read-only."""
@@ -70,9 +81,11 @@ class Load:
         self.version += 1
         self.held[workload] = dict(placement)
         total = sum(placement.values())
+        on_host = self._on_host
         for h, g in placement.items():
             self._touch(h, g)
-            self.on_host[h].add(workload)
+            if on_host is not None:
+                on_host[h].add(workload)
         if category is not None:
             self.category[workload] = (category, cost)
             self._reclaim_arrays(category)
@@ -93,14 +106,13 @@ class Load:
         hs: list[int] = []
         gs: list[int] = []
         per_category: dict[Hashable, tuple[list[int], list[int], list[float], list[float]]] = {}
-        held, on_host = self.held, self.on_host
+        held = self.held
+        self._on_host = None  # rebuilt from `held` when asked
         for workload, placement, category, cost in items:
             assert workload not in held, workload
             held[workload] = placement if fresh else dict(placement)  # type: ignore[assignment]
             hs.extend(placement)
             gs.extend(placement.values())
-            for h in placement:
-                on_host[h].add(workload)
             total = sum(placement.values())
             if category is None:
                 continue
@@ -139,9 +151,11 @@ class Load:
         placement = self.held.pop(workload)
         self.version += 1
         total = sum(placement.values())
+        on_host = self._on_host
         for h, g in placement.items():
             self._touch(h, -g)
-            self.on_host[h].discard(workload)
+            if on_host is not None:
+                on_host[h].discard(workload)
         if workload in self.category:
             category, cost = self.category.pop(workload)
             for h, g in placement.items():

@@ -52,6 +52,7 @@ def validate(
     problems += [f"{w}: no decision" for w in sorted(missing)]
     problems += [f"{w}: decision for an unknown workload" for w in sorted(unknown)]
     used = np.zeros(hosts.count, np.int64)
+    unsound = bool(unknown)
     for d in plan.decisions:
         if d.workload in unknown:
             continue
@@ -63,17 +64,22 @@ def validate(
                     used[hosts.index[h]] += g
                 else:
                     problems.append(f"{w.id}: holds GPUs on unknown host {h}")
+                    unsound = True
+        elif not unsound and any(h not in hosts.index for h in d.hosts):
+            unsound = True
     for i in np.flatnonzero(used > hosts.cap):
         problems.append(f"host {hosts.names[i]}: {used[i]} GPUs given, it has {hosts.cap[i]} (1)")
     # The cross-decision checks read only decisions about known workloads on known hosts.
-    sound = replace(
-        plan,
-        decisions=tuple(
-            d
-            for d in plan.decisions
-            if d.workload in snapshot.by_id and all(h in hosts.index for h in d.hosts)
-        ),
-    )
+    sound = plan
+    if unsound:
+        sound = replace(
+            plan,
+            decisions=tuple(
+                d
+                for d in plan.decisions
+                if d.workload in snapshot.by_id and all(h in hosts.index for h in d.hosts)
+            ),
+        )
     reserved, why = _reservations(snapshot, hosts, sound, st, due)
     problems += why
     problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved)
@@ -117,7 +123,7 @@ def _decision_problems(snapshot, hosts, w, d, s) -> list[str]:  # type: ignore[n
                 out.append(f"{name}: protected_until {until}, expected {want}")
         if action is Action.START:
             out += _start_shape(hosts, w, d)
-        if any(g <= 0 for g in d.hosts.values()):
+        if d.hosts is not w.hosts and any(g <= 0 for g in d.hosts.values()):
             out.append(f"{name}: holds a non-positive number of GPUs on a host")
     return out
 
