@@ -275,6 +275,31 @@ def test_preempted_work_that_fits_elsewhere_restarts_at_the_next_allowed_round(p
     assert result.violations == 0
 
 
+@pytest.mark.parametrize("policy", CONTRACT)
+@pytest.mark.parametrize("via", ["lab policy", "simulation option"])
+def test_the_checkpoint_interval_given_to_the_simulation_is_the_one_the_allocator_uses(
+    policy, via
+):
+    # One host. a1 (team a, not resumable, 10 h, minimum 2 h) starts at 0 s; b1 (team b, 8
+    # GPUs) arrives at 600 s. With a 3 h checkpoint interval a1 has not run past one when its
+    # protection ends at 7200 s, so it is not costly_to_stop: it is rebalanced and b1 starts
+    # (with the 1 h default it would be kept to its end). Given as the lab's policy or as the
+    # simulation's option (`alloc simulate --checkpoint`), the interval is the same for the
+    # allocator's rule and for the executor.
+    jobs = [
+        job("a1", "a", 8, 0.0, 10 * HOUR, 2 * HOUR, resumable=False),
+        job("b1", "b", 8, 600.0, HOUR, HOUR),
+    ]
+    if via == "lab policy":
+        result = simulate(lab(policy={"checkpoint_interval": "3h"}), jobs, policy, days=0.5)
+    else:
+        result = simulate(lab(), jobs, policy, days=0.5, checkpoint_interval_s=3 * HOUR)
+    assert times(result, "b1")[0] == 7200.0
+    (p,) = result.recorder.preemptions
+    assert (p.t_s, p.workload) == (7200.0, "a1")
+    assert result.violations == 0
+
+
 # protection and rebalancing
 
 

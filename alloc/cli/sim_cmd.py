@@ -170,7 +170,12 @@ LegacyTopOpt = Annotated[
     ),
 ]
 CheckpointOpt = Annotated[
-    str | None, typer.Option(help="Checkpoint interval of resumable work (default: the lab's).")
+    str | None,
+    typer.Option(
+        help="Checkpoint interval: the progress resumable work keeps when preempted, and when "
+        "non-resumable work becomes costly_to_stop (replaces the lab policy's "
+        "checkpoint_interval)."
+    ),
 ]
 MtbfOpt = Annotated[
     str | None,

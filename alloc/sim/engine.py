@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from alloc.adapters.sim import SimExecutor
@@ -46,7 +46,7 @@ class SimConfig:
     days: float = 30.0
     round_interval_s: float = 300.0  # periodic rebalancing round
     min_round_gap_s: float = 10.0  # rounds triggered by events are coalesced
-    checkpoint_interval_s: float | None = None  # None: the lab's policy
+    checkpoint_interval_s: float | None = None  # None: the lab's policy; else it replaces it
     failures: FailureModel | None = None
     host_events: tuple[HostEvent, ...] = ()
     repair_h: float = 8.0  # a drained unhealthy host is ready again this long after hand-over
@@ -83,6 +83,12 @@ class Simulation:
         store: LedgerStore | None = None,
     ) -> None:
         self.config = config or SimConfig()
+        if self.config.checkpoint_interval_s is not None:
+            # One interval for both sides: the allocator's rules (costly_to_stop, what a
+            # preemption loses) read it from the snapshot's policy, the executor keeps progress
+            # by it.
+            policy = replace(lab.policy, checkpoint_interval_s=self.config.checkpoint_interval_s)
+            lab = replace(lab, policy=policy)
         self.lab = lab
         self.planner = planner
         self.recorder = Recorder(Rates())
@@ -91,10 +97,7 @@ class Simulation:
         self.world = World(
             lab, [j for j in jobs if j.submitted_s <= horizon], ledger, self.recorder
         )
-        checkpoint = self.config.checkpoint_interval_s
-        self.executor = SimExecutor(
-            self.world, checkpoint if checkpoint is not None else lab.policy.checkpoint_interval_s
-        )
+        self.executor = SimExecutor(self.world, lab.policy.checkpoint_interval_s)
         self.events: list[tuple[float, int, int, object]] = []
         self._seq = 0
         self.last_round_s = float("-inf")
