@@ -285,6 +285,28 @@ def test_explain_with_a_plan_of_another_instance_exits_2(lab, tmp_path):
     assert "another instance" in result.stderr
 
 
+def test_explain_refuses_a_plan_that_breaks_the_contract_on_this_instance(lab, tmp_path):
+    # Same workload ids, but the plan preempts `keeper`, which this instance protects (a plan
+    # of another instance with the same names, or an edited one): its reasons would be false.
+    plan = plan_json(lab)
+    for d in plan["decisions"]:
+        if d["workload"] == "keeper":
+            d.update(action="preempt", reason="rebalanced", hosts={}, protected_until=None)
+    path = write_plan(tmp_path / "p.json", plan)
+    result = run("explain", lab, "queued", "--plan", path)
+    assert result.exit_code == 2, result.output
+    assert "keeper: protected until" in result.stderr
+    assert "alloc validate" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_explain_with_an_unknown_solver_exits_2(lab):
+    result = run("explain", lab, "queued", "--solver", "foo")
+    assert result.exit_code == 2
+    assert "--solver" in result.stderr and "'foo'" in result.stderr
+    assert "internal error" not in result.output
+
+
 def test_validate_of_a_plan_for_another_instance_exits_2(lab, tmp_path):
     plan = plan_json(lab)
     plan["decisions"][0]["workload"] = "someone-else"

@@ -45,8 +45,7 @@ def solve(
     from alloc.summary import summarize
 
     def act() -> None:
-        if solver is not None and solver not in ("milp", "greedy"):
-            raise InputError("--solver", "", f"expected milp or greedy, got {solver!r}")
+        _check_solver(solver)
         limit = None
         if time_limit is not None:
             try:
@@ -97,6 +96,11 @@ def validate(
     guarded(act)
 
 
+def _check_solver(solver: str | None) -> None:
+    if solver is not None and solver not in ("milp", "greedy"):
+        raise InputError("--solver", "", f"expected milp or greedy, got {solver!r}")
+
+
 def _same_instance(snapshot: Snapshot, plan: Plan, path: Path) -> None:
     """A plan about workloads the instance lacks belongs to another instance: bad input."""
     unknown = sorted({d.workload for d in plan.decisions} - set(snapshot.by_id))
@@ -127,8 +131,10 @@ def explain(
     `alloc explain INSTANCE WORKLOAD`, or live `alloc explain --config FILE WORKLOAD`."""
     from alloc.explain import explain as explain_workload
     from alloc.round import RoundOptions, solve_round
+    from alloc.solve.validate import validate as check_plan
 
     def act() -> None:
+        _check_solver(solver)
         if config is not None:
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
@@ -145,6 +151,16 @@ def explain(
             _same_instance(snapshot, chosen, plan)
             if wanted not in chosen.by_workload:
                 raise InputError(str(plan), "decisions", f"no decision for {wanted!r}")
+            # An explanation of a plan that breaks the contract on this instance (another
+            # instance's plan, an edited one) would state wrong reasons as facts.
+            problems = check_plan(snapshot, chosen)
+            if problems:
+                raise InputError(
+                    str(plan),
+                    "decisions",
+                    f"the plan breaks {len(problems)} invariant(s) on {source} (first: "
+                    f"{problems[0]}): is it for another instance? `alloc validate` lists them",
+                )
         else:
             result = solve_round(snapshot, RoundOptions(solver=solver))
             chosen, ctx = result.plan, result.context
