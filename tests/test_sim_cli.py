@@ -680,6 +680,15 @@ def test_a_scenario_with_a_misspelt_key_names_the_key(files, tmp_path):
     assert_bad_input(result, out, f"{scenario}:2", "budgetz", "did you mean 'budgets'")
 
 
+def test_a_scenario_with_an_instance_field_lists_the_fields_a_scenario_has(files, tmp_path):
+    # `cluster:` belongs to an instance, not to a scenario: no "did you mean 'cluster'".
+    scenario = write(tmp_path, "s.yaml", "cluster: {}\n" + SCENARIO)
+    out = tmp_path / "out"
+    result = whatif(files, out, "--scenario", scenario, "--policies", "greedy")
+    assert_bad_input(result, out, f"{scenario}:1", "cluster", "expected one of", "budgets")
+    assert "did you mean 'cluster'" not in result.stderr
+
+
 def test_a_new_ledger_file_is_not_created_when_the_input_is_bad(files, tmp_path):
     ledger = tmp_path / "new.sqlite"
     trace = write(tmp_path, "bad.csv", f"{HEADER}\nj1,b,8,0,-5,1h,true,0,\n")

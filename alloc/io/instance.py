@@ -73,7 +73,7 @@ def load_model(path: str | Path, model: type[M], what: str) -> tuple[M, _Reporte
     try:
         return model.model_validate(data), report
     except ValidationError as exc:
-        raise first_error(exc, report) from None
+        raise first_error(exc, report, model=model) from None
 
 
 def parse_instance(text: str, file: str = "<instance>") -> Snapshot:
@@ -106,23 +106,36 @@ def snapshot_from_dict(data: dict[str, Any], report: _Reporter | None = None) ->
     )
 
 
-def first_error(exc: ValidationError, report: _Reporter, at: tuple[object, ...] = ()) -> InputError:
-    """The error to report of a failed validation: an unknown field first (a typo such as
-    `gpu:` also makes the intended field missing; name the typo, on its line)."""
+def first_error(
+    exc: ValidationError,
+    report: _Reporter,
+    at: tuple[object, ...] = (),
+    model: type[BaseModel] = InstanceIn,
+) -> InputError:
+    """The error to report of a failed validation of `model`: an unknown field first (a typo
+    such as `gpu:` also makes the intended field missing; name the typo, on its line)."""
     errors = exc.errors()
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    return report.error((*at, *first["loc"]), _pydantic_message(first))
+    return report.error((*at, *first["loc"]), _pydantic_message(first, model))
 
 
-def _pydantic_message(error: Any) -> str:
+def _pydantic_message(error: Any, model: type[BaseModel]) -> str:
     kind = error["type"]
     given = error.get("input")
     if kind == "missing":
         return "required field is missing"
     if kind == "extra_forbidden":
-        close = difflib.get_close_matches(str(error["loc"][-1]), _fields_at(error["loc"]), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        return f"unknown field{hint} (see `alloc schema` for the fields an instance has)"
+        fields = _fields_at(error["loc"], model)
+        close = difflib.get_close_matches(str(error["loc"][-1]), fields, n=1)
+        if close:
+            hint = f"; did you mean {close[0]!r}?"
+        elif fields:
+            hint = f"; expected one of {', '.join(fields)}"
+        else:
+            hint = ""
+        if model is InstanceIn:
+            return f"unknown field{hint} (see `alloc schema` for the fields an instance has)"
+        return f"unknown field{hint}"
     message = str(error["msg"])
     if message.startswith("Value error, "):
         return message.removeprefix("Value error, ")
@@ -133,9 +146,9 @@ def _pydantic_message(error: Any) -> str:
     return message
 
 
-def _fields_at(loc: tuple[object, ...]) -> list[str]:
+def _fields_at(loc: tuple[object, ...], root: type[BaseModel]) -> list[str]:
     """The field names of the model that holds the field at `loc` (for "did you mean")."""
-    model: Any = InstanceIn
+    model: Any = root
     for part in loc[:-1]:
         if isinstance(part, int):
             continue

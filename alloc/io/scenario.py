@@ -23,7 +23,7 @@ def load_scenario(path: str | Path, base: Snapshot) -> tuple[str, Snapshot]:
     try:
         policy = policy_from(PolicyIn.model_validate({**_as_input(base.policy), **raw.policy}))
     except ValidationError as exc:
-        raise first_error(exc, report, ("policy",)) from None
+        raise first_error(exc, report, ("policy",), PolicyIn) from None
     if raw.usage is not None:
         usage = _usage(raw.usage, tree, report)
     else:
