@@ -297,6 +297,28 @@ def test_comparison_table_rows(tmp_path: Path) -> None:
     assert by["b", "alt <i>"] == ["-"] * 5 + ["-"]
 
 
+def test_a_team_without_jobs_shows_no_wait_not_zero(tmp_path: Path) -> None:
+    # metrics.json has null waits for a team that had no job: the comparison's table, CSV and
+    # JSON say "no wait" ("-", empty, null), not 0 s, and its wait deltas are empty too.
+    idle = _team(0.0, 1.0, 0.0, 0.0, 0) | {"wait_p50_s": None, "wait_p90_s": None}
+    base = make_run(tmp_path / "base", teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3), "q": idle})
+    alt = make_run(tmp_path / "alt", teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3), "q": idle})
+    runs = [("base", base), ("alt", alt)]
+    rows = {(r[0], r[1]): r[2:] for r in comparison_table(runs)[1:] if r[0]}
+    assert rows["q", "base"][2:4] == ["-", "-"]
+    out = tmp_path / "cmp"
+    write_comparison(out, runs)
+    with (out / "comparison.csv").open(newline="", encoding="utf-8") as f:
+        q = {r["run"]: r for r in csv.DictReader(f) if r["team"] == "q"}
+    assert (q["alt"]["wait_p50_s"], q["alt"]["delta_wait_p90_s"]) == ("", "")
+    data = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert data["teams"]["q"]["alt"]["wait_p50_s"] is None
+    assert data["teams"]["q"]["alt"]["delta"]["wait_p90_s"] is None
+    table = comparison_table(runs)
+    alt_row = next(r for r in table if r[1] == "alt" and r[3] == "100.0%")
+    assert alt_row[-1] == "0 / 0 / - / - / 0"
+
+
 def test_comparison_rejects_bad_runs(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run")
     with pytest.raises(ValueError, match="distinct"):

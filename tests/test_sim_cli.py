@@ -192,7 +192,9 @@ def test_simulate_a_lab_with_a_trace(files, tmp_path):
     result = on_trace("simulate", files, out, "--policy", "greedy", days="0.125")
     assert result.exit_code == 0, result.output + result.stderr
     m = check_run_folder(out)
-    assert m["jobs"] == {"submitted": 3, "completed": 3, "running_at_end": 0, "queued_at_end": 0}
+    assert m["jobs"] == {
+        "submitted": 3, "completed": 3, "running_at_end": 0, "queued_at_end": 0, "never_fit": 0
+    }
     assert m["availability"] == 1.0
     assert m["allocated_occupancy"] == pytest.approx(10 / 48, abs=1e-6)
     assert m["unallocated_occupancy"] == pytest.approx(4 / 48, abs=1e-6)
@@ -671,6 +673,17 @@ def test_a_malformed_host_events_row_is_bad_input(files, tmp_path, text, named):
     out = tmp_path / "out"
     result = on_trace("simulate", files, out, "--host-events", events)
     assert_bad_input(result, out, str(events), *named)
+
+
+def test_simulate_warns_of_jobs_larger_than_every_place_the_lab_has(files, tmp_path):
+    # The lab has 16 GPUs: a 64-GPU job can never start; it is reported, not counted as demand.
+    files["trace.csv"].write_text(TRACE + "big,b,64,0,3600,1h,true,0,\n", encoding="utf-8")
+    out = tmp_path / "out"
+    result = on_trace("simulate", files, out, "--policy", "greedy")
+    assert result.exit_code == 0, result.output
+    assert "warning: 1 jobs are larger than every place this lab has" in result.stdout
+    m = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert m["jobs"]["never_fit"] == 1
 
 
 def test_a_scenario_with_a_misspelt_key_names_the_key(files, tmp_path):

@@ -698,6 +698,10 @@ def test_occupancy_while_queued_counts_only_work_that_could_ever_start(policy):
     assert times(result, "x") == (None, None)
     m = metrics(result, policy, 1)
     assert m["occupancy_while_queued"] == pytest.approx(0.5, abs=1e-6)
+    # Nor is x demand: team a is owed only while a runs (4 h x 8 GPUs owed otherwise), and
+    # the run says how many jobs could never fit.
+    assert m["teams"]["a"]["owed_gpu_hours"] == pytest.approx(8.0, abs=1e-6)
+    assert m["jobs"]["never_fit"] == 1
     # The idle half: b needed two whole hosts and one was free; no waiting work fit into it.
     assert m["idle_while_queued"] == pytest.approx(
         {"total": 0.5, "work_fit": 0.0, "nothing_fit": 0.5}, abs=1e-6

@@ -148,6 +148,13 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)
+    never_fit = (m.get("jobs") or {}).get("never_fit", 0)
+    if never_fit:
+        console.print(
+            f"warning: {never_fit} jobs are larger than every place this lab has: they never "
+            "start and are not counted as demand",
+            highlight=False,
+        )
     if m.get("credit"):
         console.print(escape(str(m["credit"])), highlight=False)
     console.print(f"outputs in {escape(str(out))} (open report.html)", highlight=False)

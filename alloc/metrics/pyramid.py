@@ -10,16 +10,19 @@
   work does not count reserved hosts) or none did (`nothing_fit`: the waiting work needed
   more room than was free, e.g. a gang waiting for whole hosts to empty).
 - impact, per budget leaf ("team"): owed = effective allocation x ready GPU time, capped hour by
-  hour at the team's demand (GPU time of its allocated work, queued or running);
+  hour at the team's demand (GPU time of its allocated work, queued or running, but not of
+  work larger than every place the lab has: it can never run; `jobs.never_fit` counts it);
   delivered = its allocated GPU time. delivered/owed = sum over hours of min(delivered, owed)
   / sum of owed (time delivered beyond what was owed in one hour does not make up for another
-  hour). Overall: the same sums over all teams; the worst team is the lowest ratio.
+  hour). Overall: the same sums over all teams; the worst team is the lowest ratio among
+  the teams owed something.
 - waits (first start minus submission) of allocated work by class: debug (at most 8 GPUs and a
   minimum runtime of at most 15 minutes), large (64 GPUs or more), small (the rest); work with
   minimum runtime 0 or no budget is reported apart as `unallocated`. A job that never started
   counts with the time it waited until the end of the run (a lower bound), and per class
   `never_started` says how many did.
-- allocated demand: GPUs of allocated work (queued or running) over ready GPUs, averaged over
+- allocated demand: GPUs of allocated work (queued or running, that fits the lab) over ready
+  GPUs, averaged over
   the run and over its first and last day (SPEC's lab has 2-3x);
 - preemptions, the GPU-hours they destroyed; drains completed and their duration;
   utilization where the trace gives `util`.
@@ -168,7 +171,12 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
             "wait_p90_s": w["p90"],
             "preemptions": preempted_by_team.get(leaf, 0),
         }
-    worst = min(teams.items(), key=lambda kv: kv[1]["delivered_over_owed"], default=None)
+    # The worst team among those owed something (a team owed nothing got all of it).
+    worst = min(
+        ((k, t) for k, t in teams.items() if t["owed_gpu_hours"] > 0),
+        key=lambda kv: kv[1]["delivered_over_owed"],
+        default=None,
+    )
     drains = sorted((d.end_s - d.start_s) / HOUR for d in r.drains)
     util_gpus = r.util_gpus.total()
     return {
@@ -205,5 +213,11 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
             "completed": sum(1 for sj in world.jobs.values() if sj.state == "done"),
             "running_at_end": len(world.running),
             "queued_at_end": len(world.queued),
+            # larger than every place the lab has: never started, not counted as demand
+            "never_fit": sum(
+                1
+                for sj in world.jobs.values()
+                if sj.state != "pending" and not world.could_ever_run(sj)
+            ),
         },
     }

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from alloc.report.data import CLASSES, Run, fnum, load_run
-from alloc.report.fmt import duration, signed, signed_duration
+from alloc.report.fmt import duration, pct, signed, signed_duration
 
 # Per team: (key in metrics.json, higher is better).
 TEAM_KEYS: tuple[tuple[str, bool], ...] = (
@@ -56,20 +56,23 @@ class Comparison:
     runs: list[Run]
     teams: list[str]  # the union of the runs' teams (scenarios may change the budget tree)
 
-    def team(self, team: str, i: int) -> dict[str, float] | None:
-        """One team's numbers in run i; None when the team is not in that run."""
+    def team(self, team: str, i: int) -> dict[str, float | None] | None:
+        """One team's numbers in run i; None when the team is not in that run. A wait is None
+        when the team had no job to wait (not 0 s)."""
         t = self.runs[i].team_metrics.get(team)
         if t is None:
             return None
-        values = {key: fnum(t.get(key)) for key, _ in TEAM_KEYS}
-        values["preemptions"] = int(values["preemptions"])
+        values: dict[str, float | None] = {
+            key: None if t.get(key) is None else fnum(t.get(key)) for key, _ in TEAM_KEYS
+        }
+        values["preemptions"] = int(values["preemptions"] or 0)
         return values
 
-    def team_delta(self, team: str, i: int) -> dict[str, float] | None:
+    def team_delta(self, team: str, i: int) -> dict[str, float | None] | None:
         base, other = self.team(team, 0), self.team(team, i)
         if base is None or other is None:
             return None
-        return {key: _d(other[key], base[key]) for key, _ in TEAM_KEYS}
+        return {key: _d_or_none(other[key], base[key]) for key, _ in TEAM_KEYS}
 
     def overall(self, i: int) -> dict[str, float | None]:
         m = self.runs[i].metrics
@@ -90,14 +93,15 @@ class Comparison:
 
     def overall_delta(self, i: int) -> dict[str, float | None]:
         base, other = self.overall(0), self.overall(i)
-        return {
-            k: None if base[k] is None or other[k] is None else _d(other[k] or 0.0, base[k] or 0.0)
-            for k in base
-        }
+        return {k: _d_or_none(other[k], base[k]) for k in base}
 
 
 def _d(a: float, b: float) -> float:
     return round(a - b, 6)
+
+
+def _d_or_none(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else _d(a, b)
 
 
 def compare(runs: list[tuple[str, Path]]) -> Comparison:
@@ -136,11 +140,11 @@ def comparison_table(runs: list[tuple[str, Path]]) -> list[list[str]]:
                 ["-"] * 5
                 if t is None
                 else [
-                    f"{t['delivered_gpu_hours']:,.0f} h",
-                    f"{100 * t['delivered_over_owed']:.1f}%",
+                    f"{t['delivered_gpu_hours'] or 0.0:,.0f} h",
+                    pct(t["delivered_over_owed"]),
                     duration(t["wait_p50_s"]),
                     duration(t["wait_p90_s"]),
-                    f"{t['preemptions']:.0f}",
+                    f"{t['preemptions'] or 0:.0f}",
                 ]
             )
             against = "" if i == 0 else _delta_cell(c.team_delta(team, i))
@@ -148,14 +152,18 @@ def comparison_table(runs: list[tuple[str, Path]]) -> list[list[str]]:
     return rows
 
 
-def _delta_cell(d: dict[str, float] | None) -> str:
+def _delta_cell(d: dict[str, float | None] | None) -> str:
     if d is None:
         return "-"
+
+    def wait(x: float | None) -> str:
+        return "-" if x is None else signed_duration(x)
+
     return (
-        f"{signed(d['delivered_gpu_hours'], 0, ' h')} / "
-        f"{signed(100 * d['delivered_over_owed'], 1, ' pp')} / "
-        f"{signed_duration(d['wait_p50_s'])} / {signed_duration(d['wait_p90_s'])} / "
-        f"{signed(d['preemptions'], 0)}"
+        f"{signed(d['delivered_gpu_hours'] or 0.0, 0, ' h')} / "
+        f"{signed(100 * (d['delivered_over_owed'] or 0.0), 1, ' pp')} / "
+        f"{wait(d['wait_p50_s'])} / {wait(d['wait_p90_s'])} / "
+        f"{signed(d['preemptions'] or 0.0, 0)}"
     )
 
 
@@ -197,8 +205,8 @@ def _write_csv(path: Path, c: Comparison) -> None:
                 )
 
 
-def _csv_num(x: float) -> str:
-    return str(x)  # preemptions are ints, the rest floats
+def _csv_num(x: float | None) -> str:
+    return "" if x is None else str(x)  # preemptions are ints, the rest floats
 
 
 def _json(c: Comparison, credit: str | None) -> dict[str, Any]:

@@ -39,7 +39,10 @@ def _draw(path: Path, c: Comparison) -> Path:
     if c.teams:
         for i, label in enumerate(c.labels):
             ys = [t - 0.4 + width * (i + 0.5) for t in range(len(c.teams))]
-            xs = [100 * (c.team(team, i) or {}).get("delivered_over_owed", 0.0) for team in c.teams]
+            xs = [
+                100 * ((c.team(team, i) or {}).get("delivered_over_owed") or 0.0)
+                for team in c.teams
+            ]
             top.barh(ys, xs, height=width * 0.92, color=f"C{i % 10}", label=label)
         top.set_yticks(range(len(c.teams)), c.teams, fontsize=9)
         top.invert_yaxis()

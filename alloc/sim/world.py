@@ -7,6 +7,7 @@ since the start of the simulation (`t0`, the lab instance's `now`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -57,6 +58,7 @@ class World:
         self._cluster: Cluster | None = None
         # (gpus, topology, gpu type) -> fits the empty ready cluster; reset when hosts change
         self._fits_empty: dict[tuple[int, Topology, str | None], bool] = {}
+        self._ever_fits: dict[tuple[int, Topology, str | None], bool] = {}  # never reset
         # A trace job without a topology gets the instance's default (one per request size
         # and type: a trace has tens of thousands of jobs).
         every = (*lab_jobs(lab), *jobs)
@@ -137,20 +139,21 @@ class World:
         the job's GPU type if it names one."""
         key = (sj.job.gpus, sj.topology, sj.job.gpu_type)
         if key not in self._fits_empty:
-            gpus, wanted = sj.job.gpus, sj.job.gpu_type
-            groups: dict[tuple[str | None, str, int], int] = {}
-            for name, host in self.hosts.items():
-                if wanted is not None and host.gpu_type != wanted:
-                    continue
-                if host.state is HostState.READY and name not in self.removed:
-                    if host.gpus >= gpus:
-                        self._fits_empty[key] = True
-                        return True
-                    block = host.block if sj.topology is Topology.BLOCK else None
-                    group = (block, host.gpu_type, host.gpus)
-                    groups[group] = groups.get(group, 0) + 1
-            self._fits_empty[key] = any(n * cap >= gpus for (*_, cap), n in groups.items())
+            ready = (
+                h
+                for n, h in self.hosts.items()
+                if h.state is HostState.READY and n not in self.removed
+            )
+            self._fits_empty[key] = _fits(sj, ready)
         return self._fits_empty[key]
+
+    def could_ever_run(self, sj: SimJob) -> bool:
+        """The job fits the lab's hosts, every one ready and empty: else no round can ever
+        start it (larger than every place it could have), and it is not demand."""
+        key = (sj.job.gpus, sj.topology, sj.job.gpu_type)
+        if key not in self._ever_fits:
+            self._ever_fits[key] = _fits(sj, self.lab.cluster.hosts)
+        return self._ever_fits[key]
 
     def startable_queued_gpus(self) -> int:
         """GPUs of queued work that could start on this ready cluster if it were empty (work
@@ -177,7 +180,7 @@ class World:
 
     def _demand(self, sj: SimJob, sign: int) -> None:
         leaf = self._funded_leaf(sj.job)
-        if leaf is not None and sj.job.min_runtime_s > 0:
+        if leaf is not None and sj.job.min_runtime_s > 0 and self.could_ever_run(sj):
             self.rates.demand[leaf] += sign * sj.job.gpus
 
     # -- jobs ------------------------------------------------------------------------------
@@ -355,3 +358,19 @@ class World:
             eff = self.lab.budgets.effective_allocation(leaf)
             out[leaf] = total.get(leaf, 0.0) / (eff * capacity) if eff > 0 else float("inf")
         return out
+
+
+def _fits(sj: SimJob, hosts: Iterable[Host]) -> bool:
+    """One of `hosts` large enough, or enough whole ones of one type and size (in one block
+    for topology block), of the job's GPU type if it names one."""
+    gpus, wanted = sj.job.gpus, sj.job.gpu_type
+    groups: dict[tuple[str | None, str, int], int] = {}
+    for host in hosts:
+        if wanted is not None and host.gpu_type != wanted:
+            continue
+        if host.gpus >= gpus:
+            return True
+        block = host.block if sj.topology is Topology.BLOCK else None
+        group = (block, host.gpu_type, host.gpus)
+        groups[group] = groups.get(group, 0) + 1
+    return any(n * cap >= gpus for (*_, cap), n in groups.items())
