@@ -675,6 +675,19 @@ def test_a_malformed_host_events_row_is_bad_input(files, tmp_path, text, named):
     assert_bad_input(result, out, str(events), *named)
 
 
+@pytest.mark.parametrize(("solver", "flag", "ran"), [
+    ("greedy", [], "greedy"),  # the lab's policy.solver, when --policy is not given
+    ("milp", [], "milp"),
+    ("greedy", ["--policy", "milp"], "milp"),  # --policy wins
+])
+def test_simulate_runs_the_labs_solver_unless_told_otherwise(files, tmp_path, solver, flag, ran):
+    files["lab.yaml"].write_text(LAB + f"policy: {{solver: {solver}}}\n", encoding="utf-8")
+    out = tmp_path / "out"
+    result = on_trace("simulate", files, out, *flag)
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "metrics.json").read_text(encoding="utf-8"))["policy"] == ran
+
+
 def test_simulate_warns_of_jobs_larger_than_every_place_the_lab_has(files, tmp_path):
     # The lab has 16 GPUs: a 64-GPU job can never start; it is reported, not counted as demand.
     files["trace.csv"].write_text(TRACE + "big,b,64,0,3600,1h,true,0,\n", encoding="utf-8")

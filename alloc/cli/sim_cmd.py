@@ -101,8 +101,8 @@ def base_spec(
         credit=credit,
         **options,
     )
-    load_inputs(spec)  # bad input stops here, before anything runs or is written
-    return spec
+    lab_snapshot, _ = load_inputs(spec)  # bad input stops here, before anything runs
+    return replace(spec, policy=lab_snapshot.policy.solver)  # the lab's solver by default
 
 
 def sim_options(
@@ -196,7 +196,10 @@ def simulate(
     lab: LabArg = None,
     trace: TraceOpt = None,
     synthetic: SyntheticOpt = False,
-    policy: Annotated[str, typer.Option(help="milp, greedy, legacy-priority or fifo.")] = "milp",
+    policy: Annotated[
+        str | None,
+        typer.Option(help="milp, greedy, legacy-priority or fifo (default: the lab's solver)."),
+    ] = None,
     days: DaysOpt = 30.0,
     seed: SeedOpt = 1,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("sim-out"),
@@ -218,12 +221,9 @@ def simulate(
         options = sim_options(
             round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit, ledger
         ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
-        spec = replace(
-            base_spec(lab, trace, synthetic, days, seed, options),
-            policy=_policy(policy),
-            out=str(out),
-            label=policy,
-        )
+        base = base_spec(lab, trace, synthetic, days, seed, options)
+        chosen = _policy(policy) if policy is not None else base.policy
+        spec = replace(base, policy=chosen, out=str(out), label=chosen)
         with Progress(
             TextColumn("simulating"),
             BarColumn(),
