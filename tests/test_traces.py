@@ -356,7 +356,7 @@ TREE = BudgetTree(
         pytest.param("w2,nlp,1,0,60,0,true,0,", ":3: budget: 'nlp' is not a leaf", id="not leaf"),
         pytest.param("w2,nlp/olmo,1,0,60,0,true", ":3: priority: the row has too few", id="few"),
         pytest.param("w2,nlp/olmo,1,0,60,0,true,0,,x", ":3: the row has more columns", id="many"),
-        pytest.param("w2,nlp/olmo,1,0,-60,0,true,0,", ":3: runtime: must be at least 0", id="neg"),
+        pytest.param("w2,nlp/olmo,1,0,-60,0,true,0,", ":3: runtime: must be above 0 s", id="neg"),
         pytest.param("w2,nlp/olmo,1,0,0,0,true,0,", ":3: runtime: must be above 0", id="zero"),
         pytest.param("w2,nlp/olmo,two,0,60,0,true,0,", ":3: gpus: expected a positive", id="gpus"),
         pytest.param("w2,nlp/olmo,1,0,60,soon,true,0,", ":3: min_runtime: expected", id="minrt"),
@@ -390,3 +390,20 @@ def test_the_gpu_type_column_is_read_and_written_only_when_a_job_names_one():
     assert "gpu_type" not in trace_text([plain])
     assert trace_text([plain, typed]).splitlines()[0].endswith(",util,kind,gpu_type")
     assert parse_trace(trace_text([plain, typed])) == [typed, plain]
+
+
+@pytest.mark.parametrize("into", ["the source file", "the source folder"])
+def test_an_output_over_the_raw_trace_is_bad_input_and_the_trace_is_kept(tmp_path, into):
+    if into == "the source file":
+        source = tmp_path / "c.csv"
+        source.write_text(ITP_ROWS)
+        trace = source
+    else:
+        source = tmp_path / "raw"
+        source.mkdir()
+        (source / "cluster01.csv").write_text(ITP_ROWS)
+        trace = source / "cluster01.csv"
+    result = run("itp", source, "-o", trace)
+    assert result.exit_code == 2, result.output
+    assert "would overwrite the raw trace" in result.stderr
+    assert trace.read_text() == ITP_ROWS

@@ -63,6 +63,11 @@ def import_trace(
             raise InputError("--gpus-per-node", "", "applies to philly only (ITP hosts have 8)")
         if lab is not None and lab.resolve() == output.resolve():
             raise InputError("--lab", "", f"the same file as -o ({output})")
+        for option, path in (("--output", output), ("--lab", lab)):
+            if path is not None and _inside_source(path, source):
+                raise InputError(
+                    option, "", f"{path} would overwrite the raw trace it is imported from"
+                )
         check_writable("--output", output)
         if lab is not None:
             check_writable("--lab", lab)
@@ -100,6 +105,13 @@ def import_trace(
             err.print(f"lab written to {lab}", markup=False)
 
     guarded(act)
+
+
+def _inside_source(path: Path, source: Path) -> bool:
+    """`path` is the source file, or a file directly in the source folder (where the
+    importer reads its CSVs): writing there could replace the raw trace."""
+    target, raw = path.resolve(), source.resolve()
+    return target == raw or (raw.is_dir() and target.parent == raw)
 
 
 def _header(command: str, attribution: str | None) -> str:

@@ -163,7 +163,7 @@ def _job(
     gpus_text = field("gpus")
     if not (gpus_text.isascii() and gpus_text.isdigit()) or int(gpus_text) <= 0:
         raise InputError(file, "gpus", f"expected a positive whole number, got {gpus_text!r}", line)
-    runtime = number("runtime")
+    runtime = number("runtime", -math.inf)  # one message for zero and below: above 0
     if runtime <= 0:
         raise InputError(
             file, "runtime", f"must be above 0 seconds, got {field('runtime')!r}", line
