@@ -476,6 +476,27 @@ def test_a_retired_host_drains_when_the_protection_ends_then_leaves_the_cluster(
     assert m["drain_hours_p50"] == pytest.approx(3000 / HOUR, abs=1e-3)
 
 
+def test_the_timeline_reconciles_with_what_teams_got_while_a_host_drains():
+    # As above: g (team a, 16 GPUs) holds both hosts; h2 is retired at 600 s and g runs on it
+    # until 3600 s. That hour g's GPUs on h2 are unavailable, not allocated occupancy, yet g
+    # is delivered to team a: the timeline shows them as allocated_on_unavailable, so that
+    # allocated + allocated_on_unavailable sums to the team's delivered GPU-hours.
+    from alloc.metrics.timelines import timeline_rows
+
+    events = (HostEvent(600.0, HostName("h2"), HostState.RETIRED),)
+    result = simulate(
+        lab(2), [job("g", "a", 16, 0.0, 10 * HOUR, HOUR)], days=0.1, host_events=events
+    )
+    rows = timeline_rows(result)
+    assert rows[0]["allocated_on_unavailable"] == pytest.approx(8 * 3000 / HOUR, abs=1e-3)
+    assert rows[1]["allocated_on_unavailable"] == 0.0
+    hours = [min(HOUR, result.horizon_s - h * HOUR) / HOUR for h in range(len(rows))]
+    pairs = zip(rows, hours, strict=True)
+    got = sum((r["allocated"] + r["allocated_on_unavailable"]) * x for r, x in pairs)
+    delivered = metrics(result, "greedy", 1)["teams"]["a"]["delivered_gpu_hours"]
+    assert got == pytest.approx(delivered, abs=1e-2)
+
+
 def test_an_empty_unhealthy_host_goes_to_repair_at_once_and_returns_after_the_repair_time():
     # h2 turns unhealthy at 600 s with nothing on it: drained at 600 s, back ready 4 h later
     # (the configured repair time, which applies to scripted events as to modelled failures).

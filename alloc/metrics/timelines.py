@@ -15,7 +15,9 @@ def _hour_seconds(result: SimResult, h: int) -> float:
 
 def timeline_rows(result: SimResult) -> list[dict[str, Any]]:
     """Per hour, in average GPUs: installed, ready, allocated, unallocated, idle, unavailable,
-    queued."""
+    queued; and `allocated_on_unavailable`: allocated work still running on hosts that are
+    not ready (draining), part of `unavailable`, not of `allocated`, but delivered to its team
+    (teams.csv), so that allocated + allocated_on_unavailable is what the teams got."""
     r = result.recorder
     rows = []
     for h in range(len(r.installed.values)):
@@ -34,6 +36,7 @@ def timeline_rows(result: SimResult) -> list[dict[str, Any]]:
                 "idle": round(max(0.0, ready - allocated - unallocated), 3),
                 "unavailable": round(installed - ready, 3),
                 "queued": round(r.queued.at(h) / length, 3),
+                "allocated_on_unavailable": round(r.allocated_unavailable.at(h) / length, 3),
             }
         )
     return rows

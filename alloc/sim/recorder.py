@@ -20,6 +20,7 @@ class Rates:
     allocated: int = 0  # GPUs held on ready hosts by allocated work
     unallocated: int = 0  # ... by unallocated work
     held_elsewhere: int = 0  # GPUs held on hosts that are not ready (draining)
+    allocated_elsewhere: int = 0  # ... of them, by allocated work (still delivered to teams)
     queued: int = 0  # GPUs asked for by queued work
     waiting: int = 0  # GPUs of queued work the last round left waiting that could ever start
     fits: bool = False  # some work the last round left waiting fits into the free GPUs
@@ -83,6 +84,7 @@ class Recorder:
     allocated: Series = field(default_factory=Series)
     unallocated: Series = field(default_factory=Series)
     queued: Series = field(default_factory=Series)
+    allocated_unavailable: Series = field(default_factory=Series)  # allocated, on hosts not ready
     ready_while_waiting: Series = field(default_factory=Series)
     held_while_waiting: Series = field(default_factory=Series)
     ready_while_fits: Series = field(default_factory=Series)  # ... and some of it fit as is
@@ -111,6 +113,8 @@ class Recorder:
             self.allocated.add(hour, r.allocated * dt)
             self.unallocated.add(hour, r.unallocated * dt)
             self.queued.add(hour, r.queued * dt)
+            if r.allocated_elsewhere:
+                self.allocated_unavailable.add(hour, r.allocated_elsewhere * dt)
             if r.waiting:
                 self.ready_while_waiting.add(hour, r.ready * dt)
                 self.held_while_waiting.add(hour, (r.allocated + r.unallocated) * dt)

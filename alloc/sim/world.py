@@ -172,6 +172,8 @@ class World:
                     r.unallocated += sign * gpus
             else:
                 r.held_elsewhere += sign * gpus
+                if sj.allocated:
+                    r.allocated_elsewhere += sign * gpus
         if sj.allocated and sj.job.budget:
             r.delivered[sj.job.budget] += sign * sj.job.gpus
         if sj.job.util is not None:
@@ -281,6 +283,8 @@ class World:
                     self.rates.unallocated += sign * gpus
             else:
                 self.rates.held_elsewhere += sign * gpus
+                if sj.allocated:
+                    self.rates.allocated_elsewhere += sign * gpus
 
     def drained(self, name: HostName) -> Drain | None:
         """A draining host is empty: record the drain (once) and hand the host over."""
