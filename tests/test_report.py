@@ -325,3 +325,11 @@ def test_comparison_rejects_bad_runs(tmp_path: Path) -> None:
         comparison_table([("x", run), ("x", run)])
     with pytest.raises(ValueError, match="no runs"):
         write_comparison(tmp_path / "out", [])
+
+
+def test_durations_that_round_to_zero_have_no_sign() -> None:
+    from alloc.report.fmt import duration, signed_duration
+
+    assert (duration(-0.3), signed_duration(-0.3), signed_duration(0.2)) == ("0 s", "0", "0")
+    assert (duration(-45), signed_duration(-45)) == ("-45 s", "-45 s")
+    assert signed_duration(90) == "+2 min"

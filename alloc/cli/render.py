@@ -97,7 +97,7 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     worst = m.get("worst_team") or {}
     table = Table(
         title=(f"{escape(str(m.get('label')))}: " if m.get("label") != m["policy"] else "")
-        + f"{m['policy']}, {m['days']:g} days",
+        + f"{m['policy']}, {m['days']:g} day{'' if m['days'] == 1 else 's'}",
         title_justify="left",
     )
     table.add_column("metric")

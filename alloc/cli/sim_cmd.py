@@ -358,7 +358,8 @@ def whatif(
         runs = [(s.label, Path(s.out)) for s in specs]
         write_comparison(out, runs, base.credit)
         table = Table(
-            title="What if, per team and run (the last column: the run against the first)",
+            title="What if, per team and run (the last column: the run against the first, as "
+            "delivered / d/o / wait p50 / wait p90 / preemptions)",
             title_justify="left",
         )
         rows = comparison_table(runs)

@@ -28,7 +28,6 @@ def duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     s = abs(seconds)
-    sign = "-" if seconds < 0 else ""
     if s < 60:
         text = f"{s:.0f} s"
     elif s < 3600:
@@ -37,11 +36,15 @@ def duration(seconds: float | None) -> str:
         text = f"{s / 3600:.1f} h"
     else:
         text = f"{s / 86400:.1f} d"
-    return sign + text
+    zero = text.startswith("0 ") or text.startswith("0.0 ")
+    return ("-" if seconds < 0 and not zero else "") + text  # no "-0 s"
 
 
 def signed_duration(seconds: float) -> str:
-    return ("+" if seconds > 0 else "") + duration(seconds) if seconds else "0"
+    text = duration(seconds)
+    if text.startswith("0 ") or text.startswith("0.0 "):
+        return "0"
+    return ("+" if seconds > 0 else "") + text
 
 
 def pct(value: float | None, digits: int = 1) -> str:
