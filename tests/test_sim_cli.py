@@ -688,6 +688,40 @@ def test_simulate_runs_the_labs_solver_unless_told_otherwise(files, tmp_path, so
     assert json.loads((out / "metrics.json").read_text(encoding="utf-8"))["policy"] == ran
 
 
+def test_simulate_can_replay_a_trace_from_later_on(files, tmp_path):
+    # --start 5m: j1 and j3 (submitted at 0 s) are left out; j2 (at 600 s) arrives 300 s into
+    # the run, on an empty cluster, and starts at once. The ledger's dates are the trace's:
+    # the lab's now moved 5 minutes on.
+    out = tmp_path / "out"
+    ledger = tmp_path / "l.sqlite"
+    result = on_trace("simulate", files, out, "--start", "5m", "--ledger", ledger)
+    assert result.exit_code == 0, result.output
+    (row,) = read_csv(out / "jobs.csv")
+    assert (row["id"], row["submitted_s"], row["first_start_s"]) == ("j2", "300.0", "300.0")
+    import sqlite3
+    from datetime import datetime
+
+    with sqlite3.connect(ledger) as db:
+        (start,) = db.execute("SELECT start_s FROM intervals").fetchone()
+    assert start == datetime.fromisoformat("2026-11-30T12:10:00+00:00").timestamp()
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--start", "-1h"], "--start"),
+    (["--start", "soon"], "--start"),
+])
+def test_a_bad_start_is_bad_input(files, tmp_path, args, named):
+    out = tmp_path / "out"
+    result = on_trace("simulate", files, out, *args)
+    assert_bad_input(result, out, named)
+
+
+def test_start_needs_a_trace_not_the_generator(tmp_path):
+    out = tmp_path / "out"
+    result = run("simulate", "--synthetic", "--start", "1d", "--days", "0.01", "--out", out)
+    assert_bad_input(result, out, "--start", "give --trace")
+
+
 def test_simulate_warns_of_jobs_larger_than_every_place_the_lab_has(files, tmp_path):
     # The lab has 16 GPUs: a 64-GPU job can never start; it is reported, not counted as demand.
     files["trace.csv"].write_text(TRACE + "big,b,64,0,3600,1h,true,0,\n", encoding="utf-8")

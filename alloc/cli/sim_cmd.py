@@ -37,6 +37,13 @@ SyntheticOpt = Annotated[
 ]
 DaysOpt = Annotated[float, typer.Option(min=0.001, help="Simulated days.")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the generator and the failure model.")]
+StartOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Replay the trace from this long after the lab's now (e.g. 30d): earlier jobs are "
+        "left out, the cluster starts empty, --days count from here, dates stay the trace's."
+    ),
+]
 
 
 def _duration(option: str, text: str | None) -> float | None:
@@ -67,6 +74,10 @@ def base_spec(
     """The run's inputs, checked: a lab file (or the built-in lab) and a trace or --synthetic."""
     if (trace is None) == (not synthetic):
         raise InputError("alloc", "", "give exactly one of --trace TRACE.csv or --synthetic")
+    if synthetic and options.get("start_s"):
+        raise InputError(
+            "--start", "", "replays a trace from later on: give --trace, not --synthetic"
+        )
     if lab is None:
         if not synthetic:
             raise InputError("alloc", "", "give a LAB.yaml, or --synthetic for the built-in lab")
@@ -114,6 +125,7 @@ def sim_options(
     host_events: Path | None,
     time_limit: str | None,
     ledger: str,
+    start: str | None = None,
 ) -> dict[str, Any]:
     interval = _duration("--round-interval", round_interval)
     if not interval:
@@ -137,6 +149,7 @@ def sim_options(
         "host_events": str(host_events) if host_events else None,
         "time_limit_s": limit,
         "ledger": ledger,
+        "start_s": _duration("--start", start) or 0.0,
     }
 
 
@@ -202,6 +215,7 @@ def simulate(
     ] = None,
     days: DaysOpt = 30.0,
     seed: SeedOpt = 1,
+    start: StartOpt = None,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("sim-out"),
     round_interval: Annotated[str, typer.Option(help="Periodic round.")] = "5m",
     min_round_gap: Annotated[str, typer.Option(help="Event rounds coalesce.")] = "10s",
@@ -219,7 +233,15 @@ def simulate(
     def act() -> None:
         check_writable("--out", out, folder=True)
         options = sim_options(
-            round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit, ledger
+            round_interval,
+            min_round_gap,
+            checkpoint,
+            mtbf,
+            repair,
+            host_events,
+            time_limit,
+            ledger,
+            start,
         ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
         base = base_spec(lab, trace, synthetic, days, seed, options)
         chosen = _policy(policy) if policy is not None else base.policy
@@ -258,6 +280,7 @@ def whatif(
     policies: Annotated[str, typer.Option(help="Comma-separated policies.")] = "milp",
     days: DaysOpt = 30.0,
     seed: SeedOpt = 1,
+    start: StartOpt = None,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("whatif-out"),
     jobs: Annotated[int, typer.Option(min=1, help="Runs in parallel processes.")] = 1,
     round_interval: Annotated[str, typer.Option(help="Periodic round.")] = "5m",
@@ -289,6 +312,7 @@ def whatif(
             host_events,
             time_limit,
             ":memory:",
+            start,
         ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
         base = base_spec(lab, trace, synthetic, days, seed, options)
         names = [_policy(p.strip(), "--policies") for p in policies.split(",") if p.strip()]

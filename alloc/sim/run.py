@@ -4,7 +4,8 @@ several in parallel processes; writes the run's output folder."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ class RunSpec:
     host_events: str | None = None
     time_limit_s: float | None = None
     ledger: str = ":memory:"
+    start_s: float = 0.0  # replay the trace from this offset after the lab's now (cold start)
     legacy_top: float = 0.8  # legacy-priority: fraction of submissions at the highest level
     legacy_cap: float = 1.0  # legacy-priority: non-preemptible GPUs per team / its share
     credit: str | None = None
@@ -70,7 +72,25 @@ def load_inputs(spec: RunSpec) -> tuple[Snapshot, list[TraceJob]]:
             types,
             taken_ids=frozenset(w.id for w in lab.workloads),
         )
+        if spec.start_s:
+            lab, jobs = _from(lab, jobs, spec.start_s)
     return lab, jobs
+
+
+def _from(lab: Snapshot, jobs: list[TraceJob], start_s: float) -> tuple[Snapshot, list[TraceJob]]:
+    """The replay from `start_s` on: the lab's clock moves there, the cluster starts empty,
+    jobs submitted before are left out and the others keep their dates."""
+    if lab.workloads:
+        raise InputError(
+            "--start",
+            "",
+            "the lab's workloads run at its own now: replaying from later needs a lab without "
+            "workloads (the cluster starts empty)",
+        )
+    later = [
+        replace(j, submitted_s=j.submitted_s - start_s) for j in jobs if j.submitted_s >= start_s
+    ]
+    return replace(lab, now=lab.now + timedelta(seconds=start_s)), later
 
 
 def simulate(
