@@ -392,6 +392,22 @@ def test_the_gpu_type_column_is_read_and_written_only_when_a_job_names_one():
     assert parse_trace(trace_text([plain, typed])) == [typed, plain]
 
 
+@pytest.mark.parametrize("option", ["-o", "--lab"])
+def test_an_output_over_philly_node_counts_beside_its_csv_is_bad_input(tmp_path, option):
+    folder = philly_dir(tmp_path)
+    nodes = folder / "philly_vc_nodes.csv"
+    kept = nodes.read_text()
+    trace, lab = tmp_path / "t.csv", tmp_path / "lab.yaml"
+    if option == "-o":
+        trace = nodes
+    else:
+        lab = nodes
+    result = run("philly", folder / "philly.csv", "-o", trace, "--lab", lab)
+    assert result.exit_code == 2, result.output
+    assert "would overwrite the raw trace" in result.stderr
+    assert nodes.read_text() == kept
+
+
 @pytest.mark.parametrize("into", ["the source file", "the source folder"])
 def test_an_output_over_the_raw_trace_is_bad_input_and_the_trace_is_kept(tmp_path, into):
     if into == "the source file":

@@ -14,6 +14,8 @@ import typer
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.io.errors import InputError
 from alloc.traces import ImportSummary, MinRuntimeRule, import_itp, import_philly
+from alloc.traces.itp import raw_files as itp_files
+from alloc.traces.philly import raw_files as philly_files
 
 trace_app = typer.Typer(
     add_completion=False,
@@ -63,8 +65,12 @@ def import_trace(
             raise InputError("--gpus-per-node", "", "applies to philly only (ITP hosts have 8)")
         if lab is not None and lab.resolve() == output.resolve():
             raise InputError("--lab", "", f"the same file as -o ({output})")
+        raw = {
+            p.resolve()
+            for p in (philly_files(source) if kind is Source.PHILLY else itp_files(source))
+        }
         for option, path in (("--output", output), ("--lab", lab)):
-            if path is not None and _inside_source(path, source):
+            if path is not None and path.resolve() in raw:
                 raise InputError(
                     option, "", f"{path} would overwrite the raw trace it is imported from"
                 )
@@ -105,13 +111,6 @@ def import_trace(
             err.print(f"lab written to {lab}", markup=False)
 
     guarded(act)
-
-
-def _inside_source(path: Path, source: Path) -> bool:
-    """`path` is the source file, or a file directly in the source folder (where the
-    importer reads its CSVs): writing there could replace the raw trace."""
-    target, raw = path.resolve(), source.resolve()
-    return target == raw or (raw.is_dir() and target.parent == raw)
 
 
 def _header(command: str, attribution: str | None) -> str:

@@ -17,7 +17,10 @@ def timeline_rows(result: SimResult) -> list[dict[str, Any]]:
     """Per hour, in average GPUs: installed, ready, allocated, unallocated, idle, unavailable,
     queued; and `allocated_on_unavailable`: allocated work still running on hosts that are
     not ready (draining), part of `unavailable`, not of `allocated`, but delivered to its team
-    (teams.csv), so that allocated + allocated_on_unavailable is what the teams got."""
+    (teams.csv). The timeline counts GPUs held, teams are delivered the GPUs their work asked
+    for: the two reconcile (allocated + allocated_on_unavailable = delivered) except for a
+    gang of a size no host count fills, which holds whole hosts (12 GPUs on two 8-GPU hosts
+    hold 16)."""
     r = result.recorder
     rows = []
     for h in range(len(r.installed.values)):

@@ -122,8 +122,9 @@ class _ProjectedTree:
         return self._sequence(ROOT_PATH)
 
     def _sequence(self, node: BudgetPath) -> list[tuple[Workload, tuple[float, ...]]]:
-        if node in self.queues:
-            return [(w, ()) for w in self.queues[node]]
+        # Work filed on the node itself (a controller account may name an inner node) goes
+        # before its children's, as a walk that reaches the node takes it first.
+        own: list[tuple[Workload, tuple[float, ...]]] = [(w, ()) for w in self.queues.get(node, ())]
         merged: list[tuple[float, str, int, Workload, tuple[float, ...]]] = []
         for child in self.tree.children(node):
             picks = self._sequence(child)
@@ -137,7 +138,7 @@ class _ProjectedTree:
                 merged.append((r, name, i, w, (r, *below)))
                 projected += w.gpus * self.horizon_h
         merged.sort(key=lambda m: m[:3])
-        return [(m[3], m[4]) for m in merged]
+        return own + [(m[3], m[4]) for m in merged]
 
 
 def fair_share(

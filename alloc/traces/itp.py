@@ -61,6 +61,12 @@ PERCENTILE = 0.95
 Row = tuple[float, int, str, float, int]  # submission_time, line, job_id, duration, gpus
 
 
+def raw_files(source: str | Path) -> tuple[Path, ...]:
+    """The file an import of `source` reads (an output must not replace it)."""
+    path = Path(source)
+    return (path / DEFAULT_FILE,) if path.is_dir() else (path,)
+
+
 def import_itp(
     source: str | Path, tenants: int = 8, rule: MinRuntimeRule | None = None
 ) -> TraceImport:

@@ -134,6 +134,14 @@ def import_philly(
     return TraceImport(tuple(jobs), lab, summary)
 
 
+def raw_files(source: str | Path) -> tuple[Path, ...]:
+    """The files an import of `source` reads (an output must not replace them)."""
+    source = Path(source)
+    if source.is_dir():
+        return source / JOBS_FILE, source / NODES_FILE
+    return source, source.parent / NODES_FILE
+
+
 def _paths(source: Path) -> tuple[Path, Path]:
     if source.is_dir():
         return source / JOBS_FILE, source / NODES_FILE
