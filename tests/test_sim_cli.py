@@ -716,6 +716,19 @@ def test_a_bad_start_is_bad_input(files, tmp_path, args, named):
     assert_bad_input(result, out, named)
 
 
+def test_start_needs_a_lab_without_workloads(tmp_path):
+    lab = write(
+        tmp_path,
+        "lab.yaml",
+        LAB + "workloads:\n  - {id: w1, budget: b, gpus: 8, min_runtime: 1h, runtime: 2h,"
+        " submitted: 2026-11-30T11:00:00Z}\n",
+    )
+    out = tmp_path / "out"
+    trace = write(tmp_path, "t.csv", TRACE)
+    result = run("simulate", lab, "--trace", trace, "--start", "1h", "--out", out)
+    assert_bad_input(result, out, "--start", "without workloads")
+
+
 def test_start_needs_a_trace_not_the_generator(tmp_path):
     out = tmp_path / "out"
     result = run("simulate", "--synthetic", "--start", "1d", "--days", "0.01", "--out", out)
