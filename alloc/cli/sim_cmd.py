@@ -124,9 +124,12 @@ def sim_options(
     repair: str,
     host_events: Path | None,
     time_limit: str | None,
+    *,
     ledger: str,
-    start: str | None = None,
+    start: str | None,
+    legacy: tuple[float, float],
 ) -> dict[str, Any]:
+    """The run options shared by simulate and whatif, checked; `legacy`: (top, cap)."""
     interval = _duration("--round-interval", round_interval)
     if not interval:
         raise InputError("--round-interval", "", "the periodic round needs an interval above 0")
@@ -150,6 +153,8 @@ def sim_options(
         "time_limit_s": limit,
         "ledger": ledger,
         "start_s": _duration("--start", start) or 0.0,
+        "legacy_top": legacy[0],
+        "legacy_cap": legacy[1],
     }
 
 
@@ -232,17 +237,8 @@ def simulate(
 
     def act() -> None:
         check_writable("--out", out, folder=True)
-        options = sim_options(
-            round_interval,
-            min_round_gap,
-            checkpoint,
-            mtbf,
-            repair,
-            host_events,
-            time_limit,
-            ledger,
-            start,
-        ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
+        common = (round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit)
+        options = sim_options(*common, ledger=ledger, start=start, legacy=(legacy_top, legacy_cap))
         base = base_spec(lab, trace, synthetic, days, seed, options)
         chosen = _policy(policy) if policy is not None else base.policy
         spec = replace(base, policy=chosen, out=str(out), label=chosen)
@@ -303,17 +299,9 @@ def whatif(
 
     def act() -> None:
         check_writable("--out", out, folder=True)
-        options = sim_options(
-            round_interval,
-            min_round_gap,
-            checkpoint,
-            mtbf,
-            repair,
-            host_events,
-            time_limit,
-            ":memory:",
-            start,
-        ) | {"legacy_top": legacy_top, "legacy_cap": legacy_cap}
+        common = (round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit)
+        legacy = (legacy_top, legacy_cap)
+        options = sim_options(*common, ledger=":memory:", start=start, legacy=legacy)
         base = base_spec(lab, trace, synthetic, days, seed, options)
         names = [_policy(p.strip(), "--policies") for p in policies.split(",") if p.strip()]
         if not names:
