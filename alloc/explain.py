@@ -222,6 +222,7 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
     held = _reservation_lines(plan, wid)
     if d.reason is Reason.RESERVED:
         return held
+    own = _own_node_in_the_way(ctx, plan, wid)
     if (
         not shape.single
         and d.occupancy is Occupancy.ALLOCATED
@@ -229,8 +230,14 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
     ):
         why: dict[WorkloadId, str] = {}
         reservations(ctx.snapshot, ctx.standings, hosts, why)
-        if wid in why:
+        if wid in why and not (own and w.budget and why[wid].startswith(f"{w.budget} is owed")):
             held.append(f"no hosts are held back for it (models/round.md 8): {why[wid]}")
+        elif wid in why:  # the same numbers as the line below: say it once
+            held.append(
+                "no hosts are held back for it (models/round.md 8): they could idle in vain "
+                "while its node is beyond what it is owed"
+            )
+    held += own
     if d.reason is Reason.GPU_TYPE:
         return [f"a ready host with GPU type {w.gpu_type} (types here: {', '.join(hosts.types)})"]
     if d.reason is Reason.TOO_LARGE:
@@ -271,6 +278,45 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
     if d.reason is Reason.TOPOLOGY:
         out.append("or the workload accepts topology any")
     return held + out
+
+
+def _own_node_in_the_way(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
+    """When the workload and what its own node holds exceed what the node is owed, the node's
+    own running work is what keeps it waiting: say how much of it, and which."""
+    snapshot = ctx.snapshot
+    w = snapshot.by_id[wid]
+    if not w.budget or plan.decision(wid).occupancy is not Occupancy.ALLOCATED:
+        return []
+    ready = int(ctx.hosts.cap[ctx.hosts.ready].sum())
+    owed = int(snapshot.budgets.effective_allocation(w.budget) * ready)
+    held = _held_by_node(plan, snapshot, w.budget)
+    if w.gpus + held <= owed:
+        return []
+    mine = sorted(
+        (
+            (d.gpus_held, snapshot.by_id[d.workload])
+            for d in plan.decisions
+            if d.occupancy is Occupancy.ALLOCATED
+            and d.action.holds_gpus
+            and snapshot.by_id[d.workload].budget == w.budget
+        ),
+        key=lambda gw: (-gw[0], gw[1].id),
+    )
+    shown = ", ".join(f"{o.id} ({g} GPUs, priority {o.priority})" for g, o in mine[:5])
+    more = f" and {len(mine) - 5} more" if len(mine) > 5 else ""
+    if w.gpus > owed:
+        first = (
+            f"it asks for more than all {w.budget} is owed ({owed} GPUs: its effective "
+            f"allocation x the {ready} ready GPUs): it is entitled only when {w.budget} holds "
+            "nothing else and is behind over the window (models/round.md 2.3)"
+        )
+    else:
+        first = (
+            f"{w.budget} is owed {owed} GPUs (its effective allocation x the {ready} ready "
+            f"GPUs): with its {w.gpus} it is within that only while {w.budget} holds at most "
+            f"{owed - w.gpus} other allocated GPUs"
+        )
+    return [f"{first}; it holds {held}" + (f": {shown}{more}" if shown else "")]
 
 
 def _reservation_lines(plan: Plan, wid: WorkloadId) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import NOW, host, instance, snapshot_of, solve_checked, workload
+from conftest import NOW, ago, host, instance, snapshot_of, solve_checked, workload
 from test_sim_engine import HOUR, job, simulate
 
 from alloc.domain import Action, HostName, Occupancy, Reason, Reservation, WorkloadId
@@ -187,8 +187,8 @@ def test_explain_says_who_holds_the_reservation_and_until_when():
     [
         (
             {"gang_gpus": 40},
-            "a is owed 32 GPUs (its effective allocation x the ready GPUs) and holds 0 "
-            "allocated GPUs: with its 40 it would be beyond what it is owed",
+            "they could idle in vain while its node is beyond what it is owed it asks for more "
+            "than all a is owed (32 GPUs",
         ),
         ({"usage": {"a": 6000, "b": 0}}, "a has used its share over the window (ratio 1.12)"),
         (
@@ -213,6 +213,36 @@ def test_explain_says_why_no_hosts_are_held_back_for_a_waiting_gang(changes, sai
     assert f"no hosts are held back for it (models/round.md 8): {said}" in text
 
 
+def test_explain_names_the_runs_of_its_own_node_that_keep_a_gang_beyond_what_it_is_owed():
+    """Team big (60% of 64 GPUs: owed 38) holds 12 GPUs of priority-1 runs; its 32-GPU gang
+    fits within what big is owed only while big holds at most 6 others: explain says so and
+    names the runs, largest first."""
+    from alloc.explain import explain
+
+    def run(id, gpus, host, started):
+        return workload(id, gpus, budget="big", min_runtime="4h", priority=1,
+                        started=started, hosts={host: gpus})
+
+    data = instance(
+        hosts=[host(f"h{i}", block=f"b{i // 4}") for i in range(8)],
+        budgets={"name": "lab", "children": [{"name": "big", "share": "60%"},
+                                             {"name": "other", "share": "40%"}]},
+        workloads=[
+            run("big-run1", 8, "h0", ago(hours=1)),
+            run("big-run2", 4, "h4", ago(hours=1)),
+            workload("big-gang", 32, budget="big", min_runtime="4h"),
+        ],
+    )
+    snap = snapshot_of(data)
+    plan = solve_checked(snap, "greedy")
+    text = " ".join(" ".join(explain(snap, plan, "big-gang").lines()).split())
+    assert (
+        "big is owed 38 GPUs (its effective allocation x the 64 ready GPUs): with its 32 it is "
+        "within that only while big holds at most 6 other allocated GPUs; it holds 12: "
+        "big-run1 (8 GPUs, priority 1), big-run2 (4 GPUs, priority 1)"
+    ) in text
+
+
 def test_explain_tells_a_second_gang_of_the_node_that_the_first_goes_first():
     """One reservation per node: a's 32-GPU gang (priority 0, earlier) is reserved for; its
     24-GPU gang of the same priority, submitted later, is told so (and not the reason of a
@@ -234,4 +264,4 @@ def test_explain_tells_a_second_gang_of_the_node_that_the_first_goes_first():
         return " ".join(" ".join(explain(snap, plan, wid).lines()).split())
 
     assert "a-gang of the same node goes first (one reservation per node" in said("a-gang2")
-    assert "with its 40 it would be beyond what it is owed" in said("a-huge")
+    assert "it asks for more than all a is owed (32 GPUs" in said("a-huge")
