@@ -709,6 +709,7 @@ def test_simulate_can_replay_a_trace_from_later_on(files, tmp_path):
 @pytest.mark.parametrize(("args", "named"), [
     (["--start", "-1h"], "--start"),
     (["--start", "soon"], "--start"),
+    (["--start", "200d"], "no job is submitted after it"),
 ])
 def test_a_bad_start_is_bad_input(files, tmp_path, args, named):
     out = tmp_path / "out"

@@ -90,6 +90,14 @@ def _from(lab: Snapshot, jobs: list[TraceJob], start_s: float) -> tuple[Snapshot
     later = [
         replace(j, submitted_s=j.submitted_s - start_s) for j in jobs if j.submitted_s >= start_s
     ]
+    if jobs and not later:
+        last = max(j.submitted_s for j in jobs) / 86400.0
+        raise InputError(
+            "--start",
+            "",
+            f"no job is submitted after it: the trace's last submission is {last:.1f} days "
+            "after the lab's now",
+        )
     return replace(lab, now=lab.now + timedelta(seconds=start_s)), later
 
 
