@@ -217,7 +217,10 @@ def test_simulate_a_lab_with_a_trace(files, tmp_path):
         ("0.0", "2.0", "14.0", "16.0"),
         ("0.0", "0.0", "16.0", "16.0"),
     ]
-    assert (out / "lab.yaml").read_text(encoding="utf-8") == LAB
+    # The lab as given, under a line naming the options it ran with (to run it again).
+    assert (out / "lab.yaml").read_text(encoding="utf-8") == (
+        "# alloc simulate ran this lab with --policy greedy --days 0.125 --seed 1\n" + LAB
+    )
 
 
 def test_whatif_runs_every_scenario_under_every_policy_side_by_side(files, tmp_path):

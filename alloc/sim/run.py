@@ -77,6 +77,19 @@ def load_inputs(spec: RunSpec) -> tuple[Snapshot, list[TraceJob]]:
     return lab, jobs
 
 
+def _as_run(spec: RunSpec) -> str:
+    """A comment for the run's copy of the lab: the options it ran with that the lab does not
+    say (the policy may differ from the lab's `policy.solver`), to run it again."""
+    from alloc.io.durations import format_duration
+
+    options = [f"--policy {spec.policy}", f"--days {spec.days:g}", f"--seed {spec.seed}"]
+    if spec.start_s:
+        options.append(f"--start {format_duration(spec.start_s)}")
+    if spec.checkpoint_interval_s is not None:
+        options.append(f"--checkpoint {format_duration(spec.checkpoint_interval_s)}")
+    return f"# alloc simulate ran this lab with {' '.join(options)}\n"
+
+
 def _from(lab: Snapshot, jobs: list[TraceJob], start_s: float) -> tuple[Snapshot, list[TraceJob]]:
     """The replay from `start_s` on: the lab's clock moves there, the cluster starts empty,
     jobs submitted before are left out and the others keep their dates."""
@@ -130,7 +143,7 @@ def run(spec: RunSpec, progress: Callable[[float], None] | None = None) -> dict[
     if spec.credit:
         extra["credit"] = spec.credit
     metrics = write_run(result, out, spec.policy, spec.seed, extra)
-    (out / "lab.yaml").write_text(spec.lab_yaml, encoding="utf-8")
+    (out / "lab.yaml").write_text(_as_run(spec) + spec.lab_yaml, encoding="utf-8")
     from alloc.report import write_plots, write_report
 
     write_plots(out)
