@@ -333,3 +333,19 @@ def test_durations_that_round_to_zero_have_no_sign() -> None:
     assert (duration(-0.3), signed_duration(-0.3), signed_duration(0.2)) == ("0 s", "0", "0")
     assert (duration(-45), signed_duration(-45)) == ("-45 s", "-45 s")
     assert signed_duration(90) == "+2 min"
+
+
+def test_each_run_can_have_its_own_baseline(tmp_path: Path) -> None:
+    runs = _runs(tmp_path)[:2] + [("alt2", make_run(tmp_path / "alt2", teams={
+        "a": _team(130.0, 0.95, 30.0, 900.0, 1)}))]
+    rows = comparison_table(runs, baselines=[0, 0, 1])
+    assert rows[0][-1] == "against its baseline"
+    team, by = "", {}
+    for r in rows[1:]:
+        team = r[0] or team  # a team is named on its first run's row
+        if team == "a":
+            by[r[1]] = r[-1]
+    assert by["alt2"].startswith("alt <i>: +10 h / +5.0 pp")
+    assert by["alt <i>"].startswith("baseline: +20 h")
+    with pytest.raises(ValueError, match="itself or an earlier run"):
+        comparison_table(runs, baselines=[0, 2, 0])

@@ -256,6 +256,23 @@ def test_whatif_runs_every_scenario_under_every_policy_side_by_side(files, tmp_p
         assert label in comparison
     # The scenario's tree is the one its runs used: b holds 20% there.
     assert "share: 20" in (out / "alt-greedy" / "lab.yaml").read_text(encoding="utf-8")
+    # Deltas separate the two effects: a scenario's run against the base tree under the same
+    # policy, the base tree's runs against its first (the policies).
+    baselines = {r["label"]: r["baseline"] for r in json.loads(comparison)["runs"]}
+    assert baselines == {
+        "base/greedy": "base/greedy",
+        "base/fifo": "base/greedy",
+        "alt/greedy": "base/greedy",
+        "alt/fifo": "base/fifo",
+    }
+    with (out / "comparison.csv").open(newline="", encoding="utf-8") as f:
+        rows = {(r["team"], r["run"]): r for r in csv.DictReader(f)}
+    alt_fifo, base_fifo = rows[("b", "alt/fifo")], rows[("b", "base/fifo")]
+    assert alt_fifo["baseline"] == "base/fifo"
+    assert float(alt_fifo["delta_delivered_gpu_hours"]) == pytest.approx(
+        float(alt_fifo["delivered_gpu_hours"]) - float(base_fifo["delivered_gpu_hours"])
+    )
+    assert "base/fifo: " in result.stdout  # the table names a baseline that is not the first
 
 
 def test_simulate_starts_from_the_workloads_the_lab_holds(tmp_path):

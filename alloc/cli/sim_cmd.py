@@ -368,13 +368,18 @@ def whatif(
         from alloc.report import comparison_table, write_comparison
 
         runs = [(s.label, Path(s.out)) for s in specs]
-        write_comparison(out, runs, base.credit)
+        # A scenario is compared with the base tree under the same policy (its budget effect);
+        # the base tree's runs with the first of them (the policies' effect).
+        first = {p: i for i, s in reversed(list(enumerate(specs))) for p in [s.policy]}
+        baselines = [first[s.policy] if i >= len(names) else 0 for i, s in enumerate(specs)]
+        write_comparison(out, runs, base.credit, baselines)
+        against = "the first" if not any(baselines) else "its baseline (named in it)"
         table = Table(
-            title="What if, per team and run (the last column: the run against the first, as "
+            title=f"What if, per team and run (the last column: the run against {against}, as "
             "delivered / d/o / wait p50 / wait p90 / preemptions)",
             title_justify="left",
         )
-        rows = comparison_table(runs)
+        rows = comparison_table(runs, baselines)
         for i, header in enumerate(rows[0]):
             table.add_column(escape(header), justify="left" if i in (0, 1, 7) else "right")
         for row in rows[1:]:

@@ -1,5 +1,7 @@
 """Side-by-side comparison of simulations (`alloc whatif`): comparison.csv, comparison.json,
-comparison.png and comparison.html; the first run is the baseline of every delta."""
+comparison.png and comparison.html. Each run's deltas are against its baseline: the first run
+unless `baselines` names another per run (whatif: a scenario against the base tree under the
+same policy)."""
 
 from __future__ import annotations
 
@@ -55,6 +57,14 @@ class Comparison:
     labels: list[str]
     runs: list[Run]
     teams: list[str]  # the union of the runs' teams (scenarios may change the budget tree)
+    baseline: list[int]  # per run, the run its deltas are against (itself: a baseline)
+
+    def is_baseline(self, i: int) -> bool:
+        return self.baseline[i] == i
+
+    @property
+    def single_baseline(self) -> bool:
+        return all(b == 0 for b in self.baseline)
 
     def team(self, team: str, i: int) -> dict[str, float | None] | None:
         """One team's numbers in run i; None when the team is not in that run. A wait is None
@@ -69,7 +79,7 @@ class Comparison:
         return values
 
     def team_delta(self, team: str, i: int) -> dict[str, float | None] | None:
-        base, other = self.team(team, 0), self.team(team, i)
+        base, other = self.team(team, self.baseline[i]), self.team(team, i)
         if base is None or other is None:
             return None
         return {key: _d_or_none(other[key], base[key]) for key, _ in TEAM_KEYS}
@@ -92,7 +102,7 @@ class Comparison:
         return out
 
     def overall_delta(self, i: int) -> dict[str, float | None]:
-        base, other = self.overall(0), self.overall(i)
+        base, other = self.overall(self.baseline[i]), self.overall(i)
         return {k: _d_or_none(other[k], base[k]) for k in base}
 
 
@@ -104,23 +114,31 @@ def _d_or_none(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else _d(a, b)
 
 
-def compare(runs: list[tuple[str, Path]]) -> Comparison:
+def compare(runs: list[tuple[str, Path]], baselines: list[int] | None = None) -> Comparison:
+    """`baselines`: per run, the index of the run its deltas are against (default: the
+    first); a baseline's own baseline is itself or an earlier run."""
     if not runs:
         raise ValueError("nothing to compare: no runs")
     labels = [label for label, _ in runs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"run labels must be distinct: {labels}")
+    baseline = list(baselines) if baselines is not None else [0] * len(runs)
+    if len(baseline) != len(runs) or any(not 0 <= b <= i for i, b in enumerate(baseline)):
+        raise ValueError(f"each run's baseline is itself or an earlier run: {baseline}")
     loaded = [load_run(folder) for _, folder in runs]
     teams = sorted({t for run in loaded for t in run.team_metrics})
-    return Comparison(labels, loaded, teams)
+    return Comparison(labels, loaded, teams, baseline)
 
 
-def comparison_table(runs: list[tuple[str, Path]]) -> list[list[str]]:
+def comparison_table(
+    runs: list[tuple[str, Path]], baselines: list[int] | None = None
+) -> list[list[str]]:
     """Rows of strings for a terminal table, one per team and run (narrow enough for a
     terminal whatever the number of runs); the first row is the header: team, run, delivered
     GPU-hours, delivered / owed, wait p50 and p90, preemptions, and each run's delta against
-    the first ("-" where a team is missing from a run)."""
-    c = compare(runs)
+    its baseline ("-" where a team is missing from a run; the baseline named in the cell when
+    runs have different ones)."""
+    c = compare(runs, baselines)
     rows = [
         [
             "team",
@@ -130,7 +148,7 @@ def comparison_table(runs: list[tuple[str, Path]]) -> list[list[str]]:
             "wait p50",
             "wait p90",
             "preempt.",
-            f"against {c.labels[0]}",
+            f"against {c.labels[0]}" if c.single_baseline else "against its baseline",
         ]
     ]
     for team in c.teams:
@@ -147,7 +165,9 @@ def comparison_table(runs: list[tuple[str, Path]]) -> list[list[str]]:
                     f"{t['preemptions'] or 0:.0f}",
                 ]
             )
-            against = "" if i == 0 else _delta_cell(c.team_delta(team, i))
+            against = "" if c.is_baseline(i) else _delta_cell(c.team_delta(team, i))
+            if against and not c.single_baseline:
+                against = f"{c.labels[c.baseline[i]]}: {against}"
             rows.append([team if i == 0 else "", label, *cells, against])
     return rows
 
@@ -168,16 +188,20 @@ def _delta_cell(d: dict[str, float | None] | None) -> str:
 
 
 def write_comparison(
-    out_dir: Path, runs: list[tuple[str, Path]], credit: str | None = None
+    out_dir: Path,
+    runs: list[tuple[str, Path]],
+    credit: str | None = None,
+    baselines: list[int] | None = None,
 ) -> Path:
     """Write comparison.csv, comparison.json, comparison.png and comparison.html into
-    `out_dir`; `runs` are (label, output folder), the first the baseline. Without `credit`,
-    the first credit any run recorded in its metrics.json is shown. Returns the HTML's path."""
+    `out_dir`; `runs` are (label, output folder), `baselines` as for `compare`. Without
+    `credit`, the first credit any run recorded in its metrics.json is shown. Returns the
+    HTML's path."""
     from alloc.report.compare_view import write_html, write_png
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    c = compare(runs)
+    c = compare(runs, baselines)
     credit = credit or next((r.credit(None) for r in c.runs if r.credit(None)), None)
     _write_csv(out_dir / "comparison.csv", c)
     (out_dir / "comparison.json").write_text(
@@ -191,7 +215,7 @@ def _write_csv(path: Path, c: Comparison) -> None:
     keys = [k for k, _ in TEAM_KEYS]
     with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["team", "run", *keys, *(f"delta_{k}" for k in keys)])
+        w.writerow(["team", "run", "baseline", *keys, *(f"delta_{k}" for k in keys)])
         for team in c.teams:
             for i, label in enumerate(c.labels):
                 values, delta = c.team(team, i), c.team_delta(team, i)
@@ -199,6 +223,7 @@ def _write_csv(path: Path, c: Comparison) -> None:
                     [
                         team,
                         label,
+                        c.labels[c.baseline[i]],
                         *(_csv_num(values[k]) if values else "" for k in keys),
                         *(_csv_num(delta[k]) if delta else "" for k in keys),
                     ]
@@ -221,6 +246,7 @@ def _json(c: Comparison, credit: str | None) -> dict[str, Any]:
                 "seed": m.get("seed"),
                 "days": m.get("days"),
                 "worst_team": m.get("worst_team"),
+                "baseline": c.labels[c.baseline[i]],
                 "overall": c.overall(i),
                 "delta": c.overall_delta(i),
             }

@@ -53,7 +53,7 @@ def _draw(path: Path, c: Comparison) -> Path:
     else:
         top.text(0.5, 0.5, "no funded teams", ha="center", va="center", transform=top.transAxes)
         top.set_axis_off()
-    top.set_title("Delivered / owed per team and run (baseline: " + c.labels[0] + ")")
+    top.set_title("Delivered / owed per team and run")
 
     classes = [cls for cls in CLASSES if any(_count(c, i, cls) for i in range(n_runs))]
     highest = 1.0
@@ -139,16 +139,18 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
             e(r.metrics.get("policy", "?")),
             e(r.metrics.get("seed", "?")),
             e(r.metrics.get("days", "?")),
+            e(c.labels[c.baseline[i]]),
             e(r.folder),
         ]
-        for label, r in zip(c.labels, c.runs, strict=True)
+        for i, (label, r) in enumerate(zip(c.labels, c.runs, strict=True))
     ]
     overall_rows: list[list[Cell]] = []
     for key, better in OVERALL_KEYS:
         name = key.removesuffix("_s").replace("_over_owed", " / owed").replace("_", " ")
         cells: list[Cell] = [e(name)]
         for i in range(len(c.runs)):
-            value, delta = c.overall(i)[key], c.overall_delta(i)[key] if i else None
+            value = c.overall(i)[key]
+            delta = None if c.is_baseline(i) else c.overall_delta(i)[key]
             cells.append(_with_delta(key, value, delta, better, 1e-6 if "occ" in key else 0.0))
         overall_rows.append(cells)
     team_head = ["team"]
@@ -161,7 +163,8 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
     for team in c.teams:
         cells = [e(team)]
         for i in range(len(c.runs)):
-            numbers, deltas = c.team(team, i), c.team_delta(team, i) if i else None
+            numbers = c.team(team, i)
+            deltas = None if c.is_baseline(i) else c.team_delta(team, i)
             for key, better in TEAM_KEYS:
                 cells.append(
                     _with_delta(
@@ -173,11 +176,21 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
                     )
                 )
         team_rows.append(cells)
+    if c.single_baseline:
+        intro = (
+            f'<p class="muted">Baseline: <b>{e(c.labels[0])}</b>; deltas in parentheses are '
+            "against it (green: better, red: worse; pp = percentage points).</p>"
+        )
+    else:
+        intro = (
+            '<p class="muted">Deltas in parentheses are against each run\'s baseline (column '
+            "<i>baseline</i> below: a scenario against the base tree under the same policy; "
+            "green: better, red: worse; pp = percentage points).</p>"
+        )
     body = [
-        f'<p class="muted">Baseline: <b>{e(c.labels[0])}</b>; deltas in parentheses are '
-        "against it (green: better, red: worse; pp = percentage points).</p>",
+        intro,
         "<h2>Runs</h2>",
-        table(["run", "policy", "seed", "days", "folder"], runs_rows, left=5),
+        table(["run", "policy", "seed", "days", "baseline", "folder"], runs_rows, left=6),
         "<h2>Over the run</h2>",
         table(["metric", *(e(label) for label in c.labels)], overall_rows),
         "<h2>Per team</h2>",
