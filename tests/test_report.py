@@ -281,20 +281,21 @@ def test_comparison_json_png_html(tmp_path: Path) -> None:
 def test_comparison_table_rows(tmp_path: Path) -> None:
     rows = comparison_table(_runs(tmp_path)[:2])
     assert rows[0] == [
-        "team", "run", "delivered", "d/o", "wait p50", "wait p90", "preempt.", "against baseline"
+        "team", "run", "delivered", "owed", "d/o", "wait p50", "wait p90", "preempt.",
+        "against baseline",
     ]
-    assert all(len(r) == 8 for r in rows)
+    assert all(len(r) == 9 for r in rows)
     team = ""
     by: dict[tuple[str, str], list[str]] = {}
     for r in rows[1:]:
         team = r[0] or team  # a team is named on its first run's row
         by[team, r[1]] = r[2:]
     assert set(by) == {(t, run) for t in ("a", "b", "<b>x</b>") for run in ("baseline", "alt <i>")}
-    assert by["a", "baseline"] == ["100 h", "80.0%", "1 min", "10 min", "3", ""]
+    assert by["a", "baseline"] == ["100 h", "100 h", "80.0%", "1 min", "10 min", "3", ""]
     assert by["a", "alt <i>"] == [
-        "120 h", "90.0%", "30 s", "15 min", "1", "+20 h / +10.0 pp / -30 s / +5 min / -2"
+        "120 h", "100 h", "90.0%", "30 s", "15 min", "1", "+20 h / +10.0 pp / -30 s / +5 min / -2"
     ]
-    assert by["b", "alt <i>"] == ["-"] * 5 + ["-"]
+    assert by["b", "alt <i>"] == ["-"] * 6 + ["-"]
 
 
 def test_a_team_without_jobs_shows_no_wait_not_zero(tmp_path: Path) -> None:
@@ -305,7 +306,7 @@ def test_a_team_without_jobs_shows_no_wait_not_zero(tmp_path: Path) -> None:
     alt = make_run(tmp_path / "alt", teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3), "q": idle})
     runs = [("base", base), ("alt", alt)]
     rows = {(r[0], r[1]): r[2:] for r in comparison_table(runs)[1:] if r[0]}
-    assert rows["q", "base"][2:4] == ["-", "-"]
+    assert rows["q", "base"][3:5] == ["-", "-"]
     out = tmp_path / "cmp"
     write_comparison(out, runs)
     with (out / "comparison.csv").open(newline="", encoding="utf-8") as f:
@@ -315,7 +316,7 @@ def test_a_team_without_jobs_shows_no_wait_not_zero(tmp_path: Path) -> None:
     assert data["teams"]["q"]["alt"]["wait_p50_s"] is None
     assert data["teams"]["q"]["alt"]["delta"]["wait_p90_s"] is None
     table = comparison_table(runs)
-    alt_row = next(r for r in table if r[1] == "alt" and r[3] == "100.0%")
+    alt_row = next(r for r in table if r[1] == "alt" and r[4] == "100.0%")
     assert alt_row[-1] == "0 / 0 / - / - / 0"
 
 

@@ -381,7 +381,7 @@ def whatif(
         )
         rows = comparison_table(runs, baselines)
         for i, header in enumerate(rows[0]):
-            table.add_column(escape(header), justify="left" if i in (0, 1, 7) else "right")
+            table.add_column(escape(header), justify="left" if i in (0, 1, 8) else "right")
         for row in rows[1:]:
             table.add_row(*(escape(c) for c in row))
         out_console.print(table)

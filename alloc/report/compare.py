@@ -14,9 +14,10 @@ from typing import Any
 from alloc.report.data import CLASSES, Run, fnum, load_run
 from alloc.report.fmt import duration, pct, signed, signed_duration
 
-# Per team: (key in metrics.json, higher is better).
-TEAM_KEYS: tuple[tuple[str, bool], ...] = (
+# Per team: (key in metrics.json, higher is better; None: neither, shown for context).
+TEAM_KEYS: tuple[tuple[str, bool | None], ...] = (
     ("delivered_gpu_hours", True),
+    ("owed_gpu_hours", None),  # what its share and demand entitled it to: context, not a score
     ("delivered_over_owed", True),
     ("wait_p50_s", False),
     ("wait_p90_s", False),
@@ -45,6 +46,7 @@ COUNTS = ("preemptions", "drains_completed", "invariant_violations", "rounds")
 # Deltas smaller than this count as no change (for colouring only).
 TOLERANCE = {
     "delivered_gpu_hours": 0.05,
+    "owed_gpu_hours": 0.05,
     "delivered_over_owed": 5e-4,
     "wait_p50_s": 0.5,
     "wait_p90_s": 0.5,
@@ -144,6 +146,7 @@ def comparison_table(
             "team",
             "run",
             "delivered",
+            "owed",
             "d/o",
             "wait p50",
             "wait p90",
@@ -155,10 +158,11 @@ def comparison_table(
         for i, label in enumerate(c.labels):
             t = c.team(team, i)
             cells = (
-                ["-"] * 5
+                ["-"] * 6
                 if t is None
                 else [
                     f"{t['delivered_gpu_hours'] or 0.0:,.0f} h",
+                    f"{t['owed_gpu_hours'] or 0.0:,.0f} h",
                     pct(t["delivered_over_owed"]),
                     duration(t["wait_p50_s"]),
                     duration(t["wait_p90_s"]),

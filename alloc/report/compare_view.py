@@ -157,7 +157,7 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
     for label in c.labels:
         team_head += [
             f"{e(label)}<br>{name}"
-            for name in ("delivered h", "d/o", "wait p50", "wait p90", "preempt.")
+            for name in ("delivered h", "owed h", "d/o", "wait p50", "wait p90", "preempt.")
         ]
     team_rows: list[list[Cell]] = []
     for team in c.teams:
