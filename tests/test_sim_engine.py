@@ -680,6 +680,17 @@ def test_delivered_over_owed_is_capped_hour_by_hour(policy):
     assert (m["occupancy"], m["allocated_occupancy"], m["unallocated_occupancy"]) == (1, 1, 0)
 
 
+def test_a_team_owed_nothing_has_no_ratio_and_is_never_the_worst():
+    # Only team a has work; b has no demand, so it is owed nothing: its delivered/owed is
+    # null (not 100%), and the worst team is a. A run with no work at all has no ratio.
+    m = metrics(simulate(lab(), [job("A", "a", 8, 0.0, HOUR, HOUR)], days=2 / 24), "greedy", 1)
+    assert m["teams"]["b"]["owed_gpu_hours"] == 0.0
+    assert m["teams"]["b"]["delivered_over_owed"] is None
+    assert m["worst_team"]["budget"] == "a"
+    empty = metrics(simulate(lab(), [], days=1 / 24), "greedy", 1)
+    assert empty["delivered_over_owed"] is None and empty["worst_team"] is None
+
+
 @pytest.mark.parametrize("policy", CONTRACT)
 def test_allocated_demand_is_reported_over_ready_gpus_for_the_run_and_its_first_and_last_day(
     policy,

@@ -14,8 +14,8 @@
   work larger than every place the lab has: it can never run; `jobs.never_fit` counts it);
   delivered = its allocated GPU time. delivered/owed = sum over hours of min(delivered, owed)
   / sum of owed (time delivered beyond what was owed in one hour does not make up for another
-  hour). Overall: the same sums over all teams; the worst team is the lowest ratio among
-  the teams owed something.
+  hour); null for a team owed nothing. Overall: the same sums over all teams (null when
+  nothing was owed); the worst team is the lowest ratio among the teams owed something.
 - waits (first start minus submission) of allocated work by class: debug (at most 8 GPUs and a
   minimum runtime of at most 15 minutes), large (64 GPUs or more), small (the rest); work with
   minimum runtime 0 or no budget is reported apart as `unallocated`. A job that never started
@@ -165,7 +165,8 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
             "owed_gpu_hours": round(owed / HOUR, 3),
             "delivered_gpu_hours": round(delivered / HOUR, 3),
             "delivered_within_owed_gpu_hours": round(got / HOUR, 3),
-            "delivered_over_owed": round(_ratio(got, owed), 6),
+            # None when the team was owed nothing (no demand): not 100% of it
+            "delivered_over_owed": round(got / owed, 6) if owed > 0 else None,
             "jobs": w["count"],
             "wait_p50_s": w["p50"],
             "wait_p90_s": w["p90"],
@@ -193,7 +194,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         # None when no work was ever queued that could start: nothing to measure
         "occupancy_while_queued": round(held_q / ready_q, 6) if ready_q > 0 else None,
         "idle_while_queued": idle_while_queued(result),
-        "delivered_over_owed": round(_ratio(got_all, owed_all), 6),
+        "delivered_over_owed": round(got_all / owed_all, 6) if owed_all > 0 else None,
         "worst_team": (
             {"budget": worst[0], "delivered_over_owed": worst[1]["delivered_over_owed"]}
             if worst

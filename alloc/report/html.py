@@ -119,10 +119,10 @@ def _teams(run: Run) -> str:
     if not teams:
         return '<p class="muted">No funded teams.</p>'
     rows: list[list[Cell]] = []
-    for team in sorted(teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 1), t)):
+    for team in sorted(teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 2), t)):
         t = teams[team]
-        ratio = fnum(t.get("delivered_over_owed"), 1.0)
-        tone = "bad" if ratio < 0.9 else "good" if ratio >= 0.98 else ""
+        ratio = _val(t, "delivered_over_owed")  # None: owed nothing
+        tone = "" if ratio is None else "bad" if ratio < 0.9 else "good" if ratio >= 0.98 else ""
         rows.append(
             [
                 e(team),

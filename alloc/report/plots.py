@@ -149,11 +149,12 @@ def _delivered_vs_owed(run: Run) -> Figure:
     if not teams:
         return _placeholder(fig, fig.add_subplot(), title, "no funded teams in this run")
     left, right = fig.subplots(1, 2, sharey=True, width_ratios=(3, 2))
-    order = sorted(teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 1.0), t))
+    # Teams owed nothing (no ratio) last: they got all of nothing.
+    order = sorted(teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 2.0), t))
     ys = list(range(n))
     owed = [fnum(teams[t].get("owed_gpu_hours")) for t in order]
     delivered = [fnum(teams[t].get("delivered_gpu_hours")) for t in order]
-    ratio = [fnum(teams[t].get("delivered_over_owed"), 1.0) for t in order]
+    ratio = [fnum(teams[t].get("delivered_over_owed"), 0.0) for t in order]
     h = 0.38
     left.barh([y + h / 2 for y in ys], owed, height=h, color="#cbd5e0", label="owed")
     left.barh([y - h / 2 for y in ys], delivered, height=h, color="#2b6cb0", label="delivered")
@@ -166,7 +167,7 @@ def _delivered_vs_owed(run: Run) -> Figure:
     right.barh(ys, [100 * r for r in ratio], height=0.6, color=colors)
     right.axvline(100, color="#1a202c", linestyle="--", linewidth=1.2)
     for y, r, o in zip(ys, ratio, owed, strict=True):
-        label = "owed 0" if o == 0 else pct(r)
+        label = "owed nothing" if o == 0 else pct(r)
         if r >= 0.2:  # inside its bar: clear of the 100% line
             right.text(
                 100 * r - 1.5, y, label, va="center", ha="right", fontsize=8.5, color="white"
