@@ -385,6 +385,17 @@ def whatif(
         for row in rows[1:]:
             table.add_row(*(escape(c) for c in row))
         out_console.print(table)
+        demand = [
+            (m.get("allocated_demand_over_ready") or {}).get("mean") for m in results.values()
+        ]
+        if demand and all(d is not None and d < 1.0 for d in demand):
+            out_console.print(
+                f"note: allocated demand averaged at most {max(d or 0.0 for d in demand):.2f}x "
+                "the ready GPUs in every run: with room for nearly all work, budgets and "
+                "policies can change little (a smaller cluster, or --start at a busy time, "
+                "shows them at work)",
+                highlight=False,
+            )
         if base.credit:
             out_console.print(escape(base.credit), highlight=False)
         out_console.print(f"outputs in {escape(str(out))} (open comparison.html)", highlight=False)
