@@ -452,6 +452,18 @@ def test_unknown_policy_in_whatif_is_bad_input(files, tmp_path):
     assert_bad_input(whatif(files, out, "--policies", "greedy,best"), out, "--policies", "best")
 
 
+def test_whatif_into_a_folder_with_other_runs_says_they_are_not_compared(files, tmp_path):
+    out = tmp_path / "out"
+    first = whatif(files, out, "--scenario", files["alt.yaml"], "--policies", "greedy")
+    assert first.exit_code == 0, first.output
+    result = whatif(files, out, "--policies", "greedy")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "also holds runs of an earlier comparison, left as they were and not compared: " \
+        "alt-greedy" in text
+    assert "alt/greedy" not in (out / "comparison.json").read_text(encoding="utf-8")
+
+
 def test_whatif_without_any_policy_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
     assert_bad_input(whatif(files, out, "--policies", ","), out, "--policies")

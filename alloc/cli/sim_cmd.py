@@ -396,6 +396,16 @@ def whatif(
                 "shows them at work)",
                 highlight=False,
             )
+        ours = {Path(sp.out).name for sp in specs}
+        stale = sorted(
+            p.name for p in out.iterdir() if (p / "metrics.json").is_file() and p.name not in ours
+        )
+        if stale:
+            out_console.print(
+                f"note: {escape(str(out))} also holds runs of an earlier comparison, left as "
+                f"they were and not compared: {escape(', '.join(stale))}",
+                highlight=False,
+            )
         if base.credit:
             out_console.print(escape(base.credit), highlight=False)
         out_console.print(f"outputs in {escape(str(out))} (open comparison.html)", highlight=False)

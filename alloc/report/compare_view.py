@@ -126,9 +126,10 @@ def _with_delta(
         return "-"
     if delta is None:
         return _fmt(key, value)
+    shown = _fmt_delta(key, delta)
     return (
-        _tone(delta, better, tol),
-        f'{_fmt(key, value)} <span class="muted">({e(_fmt_delta(key, delta))})</span>',
+        "" if shown == "0" else _tone(delta, better, tol),  # no colour for what shows as 0
+        f'{_fmt(key, value)} <span class="muted">({e(shown)})</span>',
     )
 
 
