@@ -258,6 +258,8 @@ def test_whatif_runs_every_scenario_under_every_policy_side_by_side(files, tmp_p
     assert "share: 20" in (out / "alt-greedy" / "lab.yaml").read_text(encoding="utf-8")
     # Deltas separate the two effects: a scenario's run against the base tree under the same
     # policy, the base tree's runs against its first (the policies).
+    folders = {r["label"]: r["folder"] for r in json.loads(comparison)["runs"]}
+    assert folders["alt/fifo"] == "alt-fifo"  # beside comparison.json, wherever one ran from
     baselines = {r["label"]: r["baseline"] for r in json.loads(comparison)["runs"]}
     assert baselines == {
         "base/greedy": "base/greedy",

@@ -138,7 +138,9 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         ),
         (
             "drains completed (median hours)",
-            f"{m['drains_completed']} ({m['drain_hours_p50'] or 0:.1f})",
+            f"{m['drains_completed']} ({m['drain_hours_p50']:.1f})"
+            if m["drains_completed"]
+            else "none",
         ),
         ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
         ("invariant violations", str(m["invariant_violations"])),

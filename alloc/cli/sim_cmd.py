@@ -381,7 +381,11 @@ def whatif(
         )
         rows = comparison_table(runs, baselines)
         for i, header in enumerate(rows[0]):
-            table.add_column(escape(header), justify="left" if i in (0, 1, 8) else "right")
+            table.add_column(
+                escape(header),
+                justify="left" if i in (0, 1, 8) else "right",
+                overflow="fold",  # run labels and deltas wrap instead of being cut off
+            )
         for row in rows[1:]:
             table.add_row(*(escape(c) for c in row))
         out_console.print(table)

@@ -209,7 +209,7 @@ def write_comparison(
     credit = credit or next((r.credit(None) for r in c.runs if r.credit(None)), None)
     _write_csv(out_dir / "comparison.csv", c)
     (out_dir / "comparison.json").write_text(
-        json.dumps(_json(c, credit), indent=1) + "\n", encoding="utf-8"
+        json.dumps(_json(c, credit, out_dir), indent=1) + "\n", encoding="utf-8"
     )
     png = write_png(out_dir / "comparison.png", c)
     return write_html(out_dir / "comparison.html", c, png, credit)
@@ -238,14 +238,21 @@ def _csv_num(x: float | None) -> str:
     return "" if x is None else str(x)  # preemptions are ints, the rest floats
 
 
-def _json(c: Comparison, credit: str | None) -> dict[str, Any]:
+def _folder(folder: Path, out_dir: Path) -> str:
+    """A run's folder as comparison.json names it: relative to the file when inside its
+    folder (whatif's runs), else absolute (not relative to wherever the command ran)."""
+    folder, out_dir = Path(folder).resolve(), Path(out_dir).resolve()
+    return str(folder.relative_to(out_dir)) if folder.is_relative_to(out_dir) else str(folder)
+
+
+def _json(c: Comparison, credit: str | None, out_dir: Path) -> dict[str, Any]:
     runs = []
     for i, (label, run) in enumerate(zip(c.labels, c.runs, strict=True)):
         m = run.metrics
         runs.append(
             {
                 "label": label,
-                "folder": str(run.folder),
+                "folder": _folder(run.folder, out_dir),
                 "policy": m.get("policy"),
                 "seed": m.get("seed"),
                 "days": m.get("days"),
