@@ -288,7 +288,8 @@ def _own_node_in_the_way(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list
     if not w.budget or plan.decision(wid).occupancy is not Occupancy.ALLOCATED:
         return []
     ready = int(ctx.hosts.cap[ctx.hosts.ready].sum())
-    owed = int(snapshot.budgets.effective_allocation(w.budget) * ready)
+    # Whole GPUs, tolerant of float error (0.3 x 0.75 x 120 is 26.999...: owed 27).
+    owed = math.floor(snapshot.budgets.effective_allocation(w.budget) * ready + 1e-9)
     held = _held_by_node(plan, snapshot, w.budget)
     if w.gpus + held <= owed:
         return []

@@ -52,7 +52,8 @@ def make_run(
             t: _team(90.0 + 10 * i, 0.8 + 0.1 * i, 30.0 * i, 600.0 * i, i)
             for i, t in enumerate(TEAMS)
         }
-    worst = min(teams.items(), key=lambda kv: kv[1]["delivered_over_owed"], default=None)
+    owed = [kv for kv in teams.items() if kv[1]["delivered_over_owed"] is not None]
+    worst = min(owed, key=lambda kv: kv[1]["delivered_over_owed"], default=None)
     counts = {"debug": jobs // 2, "small": jobs - jobs // 2, "large": 0, "unallocated": 0}
     metrics = {
         "policy": "milp",
@@ -350,3 +351,21 @@ def test_each_run_can_have_its_own_baseline(tmp_path: Path) -> None:
     assert by["alt <i>"].startswith("baseline: +20 h")
     with pytest.raises(ValueError, match="itself or an earlier run"):
         comparison_table(runs, baselines=[0, 2, 0])
+
+
+def test_a_team_owed_nothing_reads_as_such_in_every_report(tmp_path: Path) -> None:
+    # Team b is owed 100 GPU-hours in the baseline and nothing in the other run (a null
+    # ratio): report.html shows "-", the comparison's delta "-" (not 0), and every plot draws.
+    nothing = _team(0.0, 1.0, 0.0, 0.0, 0) | {"owed_gpu_hours": 0.0, "delivered_over_owed": None}
+    base = make_run(tmp_path / "base", teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3),
+                                              "b": _team(50.0, 0.5, 0.0, 10.0, 0)})
+    alt = make_run(tmp_path / "alt", teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3), "b": nothing})
+    write_plots(alt)
+    report = write_report(alt, "owed nothing")
+    html = report.read_text(encoding="utf-8")
+    assert html.count("100.0%") == 0  # b is not shown as fully served
+    rows = comparison_table([("base", base), ("alt", alt)])
+    b_alt = next(r for r in rows if r[1] == "alt" and r[2] == "0 h")
+    assert b_alt[4] == "-" and b_alt[-1].split(" / ")[1] == "-"
+    write_comparison(tmp_path / "cmp", [("base", base), ("alt", alt)])
+    assert_png(tmp_path / "cmp" / "comparison.png", 15000)

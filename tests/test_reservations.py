@@ -243,6 +243,30 @@ def test_explain_names_the_runs_of_its_own_node_that_keep_a_gang_beyond_what_it_
     ) in text
 
 
+def test_explain_counts_what_a_node_is_owed_in_whole_gpus_despite_float_error():
+    """t/leaf is owed 0.3 x 0.75 x 120 = 26.999... GPUs in floats: 27. It holds 19, so its
+    waiting 8-GPU run is within what it is owed: its own runs are not blamed."""
+    from alloc.explain import explain
+
+    def run(id, gpus, on, budget):
+        return workload(id, gpus, budget=budget, min_runtime="4h", priority=1,
+                        started=ago(hours=1), hosts={on: gpus})
+
+    work = [run("l0", 8, "h0", "t/leaf"), run("l1", 8, "h1", "t/leaf"),
+            run("l2", 3, "h2", "t/leaf")]
+    work += [run(f"o{i}", 8, f"h{i}", "o") for i in range(3, 15)]
+    work += [workload("w", 8, budget="t/leaf", min_runtime="4h")]
+    tree = {"name": "lab", "children": [
+        {"name": "t", "share": "30%", "children": [{"name": "leaf", "share": "75%"},
+                                                   {"name": "x", "share": "25%"}]},
+        {"name": "o", "share": "70%"}]}
+    snap = snapshot_of(instance(hosts=[host(f"h{i}") for i in range(15)], budgets=tree,
+                                workloads=work))
+    text = " ".join(" ".join(explain(snap, solve_checked(snap, "greedy"), "w").lines()).split())
+    assert "w: wait" in text
+    assert "holds at most" not in text and "more than all" not in text
+
+
 def test_explain_tells_a_second_gang_of_the_node_that_the_first_goes_first():
     """One reservation per node: a's 32-GPU gang (priority 0, earlier) is reserved for; its
     24-GPU gang of the same priority, submitted later, is told so (and not the reason of a

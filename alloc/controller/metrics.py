@@ -17,6 +17,7 @@ round, and the health of the controller itself.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -148,7 +149,8 @@ class ControllerMetrics:
                 sums = self._sums[p]
                 sums[0] += got * dt
                 sums[1] += owed * dt
-                self.ratio.labels(p).set(sums[0] / sums[1] if sums[1] > 0 else 1.0)
+                # NaN while nothing was owed (as metrics.json's null): not 100% of nothing
+                self.ratio.labels(p).set(sums[0] / sums[1] if sums[1] > 0 else math.nan)
         self._last = (now_s, rates)
 
     def serve(self, port: int, address: str = "127.0.0.1") -> None:

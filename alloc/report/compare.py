@@ -183,9 +183,10 @@ def _delta_cell(d: dict[str, float | None] | None) -> str:
     def wait(x: float | None) -> str:
         return "-" if x is None else signed_duration(x)
 
+    ratio = d["delivered_over_owed"]  # None when one side was owed nothing
     return (
         f"{signed(d['delivered_gpu_hours'] or 0.0, 0, ' h')} / "
-        f"{signed(100 * (d['delivered_over_owed'] or 0.0), 1, ' pp')} / "
+        f"{'-' if ratio is None else signed(100 * ratio, 1, ' pp')} / "
         f"{wait(d['wait_p50_s'])} / {wait(d['wait_p90_s'])} / "
         f"{signed(d['preemptions'] or 0.0, 0)}"
     )

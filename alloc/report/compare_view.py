@@ -39,11 +39,12 @@ def _draw(path: Path, c: Comparison) -> Path:
     if c.teams:
         for i, label in enumerate(c.labels):
             ys = [t - 0.4 + width * (i + 0.5) for t in range(len(c.teams))]
-            xs = [
-                100 * ((c.team(team, i) or {}).get("delivered_over_owed") or 0.0)
-                for team in c.teams
-            ]
+            ratios = [(c.team(team, i) or {}).get("delivered_over_owed") for team in c.teams]
+            xs = [100 * (r or 0.0) for r in ratios]
             top.barh(ys, xs, height=width * 0.92, color=f"C{i % 10}", label=label)
+            for y, r, team in zip(ys, ratios, c.teams, strict=True):
+                if r is None and c.team(team, i) is not None:  # not 0%: nothing was owed
+                    top.text(1, y, "owed nothing", va="center", fontsize=7, color="#4a5568")
         top.set_yticks(range(len(c.teams)), c.teams, fontsize=9)
         top.invert_yaxis()
         top.axvline(100, color="#1a202c", linestyle="--", linewidth=1.1)

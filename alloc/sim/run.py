@@ -78,8 +78,9 @@ def load_inputs(spec: RunSpec) -> tuple[Snapshot, list[TraceJob]]:
 
 
 def _as_run(spec: RunSpec) -> str:
-    """A comment for the run's copy of the lab: the options it ran with that the lab does not
-    say (the policy may differ from the lab's `policy.solver`), to run it again."""
+    """A comment for the run's copy of the lab: the run options that change what the rounds
+    decide and the lab does not say (the policy may differ from the lab's `policy.solver`);
+    metrics.json has the rest (trace, failures, intervals)."""
     from alloc.io.durations import format_duration
 
     options = [f"--policy {spec.policy}", f"--days {spec.days:g}", f"--seed {spec.seed}"]
@@ -104,12 +105,14 @@ def _from(lab: Snapshot, jobs: list[TraceJob], start_s: float) -> tuple[Snapshot
         replace(j, submitted_s=j.submitted_s - start_s) for j in jobs if j.submitted_s >= start_s
     ]
     if jobs and not later:
-        last = max(j.submitted_s for j in jobs) / 86400.0
+        from alloc.io.durations import format_duration
+
+        last = format_duration(max(j.submitted_s for j in jobs))
         raise InputError(
             "--start",
             "",
-            f"no job is submitted after it: the trace's last submission is {last:.1f} days "
-            "after the lab's now",
+            f"no job is submitted after it: the trace's last submission is {last} after the "
+            "lab's now",
         )
     return replace(lab, now=lab.now + timedelta(seconds=start_s)), later
 

@@ -143,7 +143,7 @@ def _candidates(
         # Entitled to it once its hosts free: what the leaf holds plus the gang within what
         # it is owed (else the hosts would idle for a gang that cannot start when they free).
         owed = snapshot.budgets.effective_allocation(w.budget) * ready_gpus
-        if running[w.budget] + w.gpus > owed:
+        if running[w.budget] + w.gpus > owed + 1e-9:  # float error: 26.999... is 27
             if why_not is not None:
                 why_not[w.id] = (
                     f"{w.budget} is owed {owed:.0f} GPUs (its effective allocation x the ready "
