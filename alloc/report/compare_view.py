@@ -153,7 +153,13 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
         for i in range(len(c.runs)):
             value = c.overall(i)[key]
             delta = None if c.is_baseline(i) else c.overall_delta(i)[key]
-            cells.append(_with_delta(key, value, delta, better, 1e-6 if "occ" in key else 0.0))
+            cell = _with_delta(key, value, delta, better, 1e-6 if "occ" in key else 0.0)
+            worst = c.runs[i].metrics.get("worst_team") or {}
+            if key == "worst_team_delivered_over_owed" and worst.get("budget"):
+                # The worst team may differ between runs: name it.
+                named = f"{e(worst['budget'])}: "
+                cell = (cell[0], named + cell[1]) if isinstance(cell, tuple) else named + cell
+            cells.append(cell)
         overall_rows.append(cells)
     team_head = ["team"]
     for label in c.labels:
