@@ -137,11 +137,14 @@ def test_philly_vcs_become_leaves_with_shares_by_node_count(tmp_path):
 
 
 def test_philly_jobs_are_numbered_in_submission_order_and_zero_durations_are_counted(tmp_path):
+    # The lab's now is the first submission's day at midnight; submissions count from it, so
+    # the first job (10:00) arrives 10 h into a simulation, at its own time of day.
     result = import_philly(philly_dir(tmp_path), rule=ALL_ALLOCATED)
+    assert result.lab.now.isoformat() == "2017-10-01T00:00:00+00:00"
     assert result.jobs == (
-        TraceJob(WorkloadId("philly-000001"), "vcB", 1, 0.0, 600.0, 600.0, kind="debug"),
-        TraceJob(WorkloadId("philly-000002"), "vcA", 8, 93600.0, 3600.0, H, kind="train"),
-        TraceJob(WorkloadId("philly-000003"), "vcC", 64, 172800.0, 100.0, H, kind="train"),
+        TraceJob(WorkloadId("philly-000001"), "vcB", 1, 36000.0, 600.0, 600.0, kind="debug"),
+        TraceJob(WorkloadId("philly-000002"), "vcA", 8, 129600.0, 3600.0, H, kind="train"),
+        TraceJob(WorkloadId("philly-000003"), "vcC", 64, 208800.0, 100.0, H, kind="train"),
     )
     s = result.summary
     assert (s.rows, s.imported, s.dropped) == (4, 3, {"duration 0": 1})
@@ -197,7 +200,8 @@ def test_itp_cluster_is_sized_to_the_95th_percentile_of_demand(tmp_path):
     source.write_text(ITP_ROWS + "z,7000,50,0\n")
     result = import_itp(source, tenants=3)
     assert result.lab.cluster.installed_gpus == 8 and len(result.lab.cluster.hosts) == 1
-    assert [j.submitted_s for j in result.jobs] == [0, 5000, 5000, 5000, 5000, 5000]
+    # Submissions count from the lab's now (the collection's first midnight): 1000 s after.
+    assert [j.submitted_s for j in result.jobs] == [1000, 6000, 6000, 6000, 6000, 6000]
     assert [j.id for j in result.jobs][:2] == ["itp-000001", "itp-000002"]
     assert result.summary.dropped == {"num_gpu 0": 1} and result.summary.rows == 7
     shares = [round(c.share * 100, 6) for c in result.lab.budgets.root.children]

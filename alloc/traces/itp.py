@@ -14,7 +14,8 @@ Rules (documented here, applied by `import_itp`):
   of 32 and racks of 4) at or above both the largest job and the 95th percentile of concurrent
   GPU demand if every job started at its submission: the demand over time from the first
   submission to the last completion, the percentile weighted by time.
-- Times: `submitted` = `submission_time` minus the first submission; `runtime` = `duration`.
+- Times: `submitted` = seconds from the lab's now (below) to the submission, so that simulated
+  times are the trace's; `runtime` = `duration`.
   Job ids `itp-000001`... in submission order (ties keep the file's order). Topology is left to
   the default.
 - Rows with `duration` 0 or `num_gpu` 0 are dropped and counted; a negative or non-numeric
@@ -91,6 +92,7 @@ def import_itp(
     cluster = build_cluster(f"itp-{path.stem}", hosts, GPUS_PER_HOST, "itp", "i")
     day = COLLECTION_START + timedelta(seconds=first)
     now = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    since_now = (now - COLLECTION_START).total_seconds()  # submission_time of the lab's now
     lab = build_lab(now, cluster, "itp", list(zip(names, percents, strict=True)))
     max_min = lab.policy.max_min_runtime_s
     width = max(6, len(str(len(rows))))
@@ -104,7 +106,7 @@ def import_itp(
                 id=WorkloadId(job_id),
                 budget=BudgetPath(tenant),
                 gpus=gpus,
-                submitted_s=submitted - first,
+                submitted_s=submitted - since_now,
                 runtime_s=duration,
                 min_runtime_s=min_runtime,
                 kind=kind,

@@ -16,8 +16,9 @@ Rules (documented here, applied by `import_philly`):
   servers and the node file does not say which, so 8 is an upper estimate of its capacity),
   GPU type `philly`, hosts `p001`... in blocks of 32 (`p-b1`...) and racks of 4 (`p-r1`...).
 - Times: `timestamp` is the submission time, read as UTC; `submitted` = seconds since the
-  earliest timestamp; `runtime` = `duration`; `gpu_time` is not used. Job ids `philly-000001`...
-  in submission order (ties keep the file's order). Topology is left to the default.
+  lab's now (below), so that simulated times are the trace's; `runtime` = `duration`;
+  `gpu_time` is not used. Job ids `philly-000001`... in submission order (ties keep the file's
+  order). Topology is left to the default.
 - Rows with `duration` 0 or `num_gpus` 0 did no work: they are dropped and counted. A negative or
   non-numeric value, a bad timestamp or an empty `cluster` is an input error. A job larger than
   the whole cluster is kept (it waits `too_large`) and counted.
@@ -91,7 +92,7 @@ def import_philly(
                 id=WorkloadId(job_id),
                 budget=BudgetPath(vc),
                 gpus=gpus,
-                submitted_s=(stamp - first).total_seconds(),
+                submitted_s=(stamp - now).total_seconds(),
                 runtime_s=duration,
                 min_runtime_s=min_runtime,
                 kind=kind,
