@@ -3,9 +3,10 @@
 - The synthetic 1,024-GPU lab (alloc.sim.synthetic, seed 1) for 30 days under milp, greedy,
   legacy-priority and fifo, and for 7 days (its own 7-day trace) under milp and greedy: the
   MILP's 30 days take hours on this machine, the 7 days compare the two policies on one input.
-- The full Microsoft Philly trace (82,247 jobs submitted over 108 days, replayed for 110 from the first day's midnight; CC BY 4.0, ATC'19) imported with
-  `alloc trace import philly` (cluster sized from its node counts, 8 GPUs a node), under greedy,
-  milp, legacy-priority and fifo.
+- The full Microsoft Philly trace (82,247 jobs submitted over 108 days, replayed for 110 from
+  its first day's midnight; CC BY 4.0, ATC'19) imported with `alloc trace import philly`
+  (cluster sized from its node counts, 8 GPUs a node), under greedy, milp, legacy-priority and
+  fifo.
 
 Every run is a fresh process (its peak memory is its own); the figures and their targets are
 written between markers into benchmarks/RESULTS.md (and raw into results-simulation.json).
