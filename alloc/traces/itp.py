@@ -75,9 +75,7 @@ def import_itp(
     rule = rule or MinRuntimeRule()
     if tenants < 1:
         raise InputError("--tenants", "", f"must be at least 1, got {tenants}")
-    path = Path(source)
-    if path.is_dir():
-        path = path / DEFAULT_FILE
+    (path,) = raw_files(source)
     rows, dropped, total = _read(path)
     if not rows:
         raise InputError(str(path), "", f"no job to import ({total} rows, all dropped)")

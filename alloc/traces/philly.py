@@ -135,8 +135,9 @@ def import_philly(
     return TraceImport(tuple(jobs), lab, summary)
 
 
-def raw_files(source: str | Path) -> tuple[Path, ...]:
-    """The files an import of `source` reads (an output must not replace them)."""
+def raw_files(source: str | Path) -> tuple[Path, Path]:
+    """The files an import of `source` reads, jobs then node counts (an output must not
+    replace them)."""
     source = Path(source)
     if source.is_dir():
         return source / JOBS_FILE, source / NODES_FILE
@@ -144,11 +145,9 @@ def raw_files(source: str | Path) -> tuple[Path, ...]:
 
 
 def _paths(source: Path) -> tuple[Path, Path]:
-    if source.is_dir():
-        return source / JOBS_FILE, source / NODES_FILE
-    if not source.exists():
+    if not source.is_dir() and not source.exists():
         raise InputError(str(source), "", "no such file or folder")
-    return source, source.parent / NODES_FILE
+    return raw_files(source)
 
 
 def _read_nodes(path: Path) -> dict[str, int]:
