@@ -22,8 +22,7 @@
   counts with the time it waited until the end of the run (a lower bound), and per class
   `never_started` says how many did.
 - allocated demand: GPUs of allocated work (queued or running, that fits the lab) over ready
-  GPUs, averaged over
-  the run and over its first and last day (SPEC's lab has 2-3x);
+  GPUs, averaged over the run and over its first and last day (SPEC's lab has 2-3x);
 - preemptions, the GPU-hours they destroyed; drains completed and their duration;
   utilization where the trace gives `util`.
 """
@@ -172,9 +171,9 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
             "wait_p90_s": w["p90"],
             "preemptions": preempted_by_team.get(leaf, 0),
         }
-    # The worst team among those owed something (a team owed nothing got all of it).
+    # The worst team among those owed something (a team owed nothing has no ratio).
     worst = min(
-        ((k, t) for k, t in teams.items() if t["owed_gpu_hours"] > 0),
+        ((k, t) for k, t in teams.items() if t["delivered_over_owed"] is not None),
         key=lambda kv: kv[1]["delivered_over_owed"],
         default=None,
     )

@@ -36,13 +36,16 @@ def duration(seconds: float | None) -> str:
         text = f"{s / 3600:.1f} h"
     else:
         text = f"{s / 86400:.1f} d"
-    zero = text.startswith("0 ") or text.startswith("0.0 ")
-    return ("-" if seconds < 0 and not zero else "") + text  # no "-0 s"
+    return ("-" if seconds < 0 and not _shows_zero(text) else "") + text  # no "-0 s"
+
+
+def _shows_zero(text: str) -> bool:
+    return text.startswith(("0 ", "0.0 "))
 
 
 def signed_duration(seconds: float) -> str:
     text = duration(seconds)
-    if text.startswith("0 ") or text.startswith("0.0 "):
+    if _shows_zero(text):
         return "0"
     return ("+" if seconds > 0 else "") + text
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from alloc.domain import Snapshot, TraceJob
 from alloc.io import InputError, parse_instance
+from alloc.io.durations import format_duration
 from alloc.io.trace_csv import read_trace
 from alloc.io.yaml_source import line_of, read_yaml
 from alloc.ledger import SQLiteStore
@@ -81,8 +82,6 @@ def _as_run(spec: RunSpec) -> str:
     """A comment for the run's copy of the lab: the run options that change what the rounds
     decide and the lab does not say (the policy may differ from the lab's `policy.solver`);
     metrics.json has the rest (trace, failures, intervals)."""
-    from alloc.io.durations import format_duration
-
     options = [f"--policy {spec.policy}", f"--days {spec.days:g}", f"--seed {spec.seed}"]
     if spec.start_s:
         options.append(f"--start {format_duration(spec.start_s)}")
@@ -105,8 +104,6 @@ def _from(lab: Snapshot, jobs: list[TraceJob], start_s: float) -> tuple[Snapshot
         replace(j, submitted_s=j.submitted_s - start_s) for j in jobs if j.submitted_s >= start_s
     ]
     if jobs and not later:
-        from alloc.io.durations import format_duration
-
         last = format_duration(max(j.submitted_s for j in jobs))
         raise InputError(
             "--start",
