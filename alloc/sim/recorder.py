@@ -19,8 +19,7 @@ class Rates:
     ready: int = 0
     allocated: int = 0  # GPUs held on ready hosts by allocated work
     unallocated: int = 0  # ... by unallocated work
-    held_elsewhere: int = 0  # GPUs held on hosts that are not ready (draining)
-    allocated_elsewhere: int = 0  # ... of them, by allocated work (still delivered to teams)
+    allocated_elsewhere: int = 0  # GPUs of allocated work on hosts not ready (draining)
     queued: int = 0  # GPUs asked for by queued work
     waiting: int = 0  # GPUs of queued work the last round left waiting that could ever start
     fits: bool = False  # some work the last round left waiting fits into the free GPUs

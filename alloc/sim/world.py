@@ -165,15 +165,7 @@ class World:
         r = self.rates
         for name, gpus in sj.hosts.items():
             self.used[name] += sign * gpus
-            if self.hosts[name].state is HostState.READY:
-                if sj.allocated:
-                    r.allocated += sign * gpus
-                else:
-                    r.unallocated += sign * gpus
-            else:
-                r.held_elsewhere += sign * gpus
-                if sj.allocated:
-                    r.allocated_elsewhere += sign * gpus
+            self._count(sj, sign * gpus, self.hosts[name].state is HostState.READY)
         if sj.allocated and sj.job.budget:
             r.delivered[sj.job.budget] += sign * sj.job.gpus
         if sj.job.util is not None:
@@ -274,17 +266,21 @@ class World:
         ready = self.hosts[name].state is HostState.READY
         for sj in self.running.values():
             gpus = sj.hosts.get(name, 0)
-            if not gpus:
-                continue
-            if ready:
-                if sj.allocated:
-                    self.rates.allocated += sign * gpus
-                else:
-                    self.rates.unallocated += sign * gpus
+            if gpus:
+                self._count(sj, sign * gpus, ready)
+
+    def _count(self, sj: SimJob, gpus: int, on_ready: bool) -> None:
+        """Count `gpus` (negative: uncount) of a running job on a ready host as allocated or
+        unallocated occupancy, on a host that is not ready (draining) as allocated work
+        still delivered to its team, or as nothing for unallocated work."""
+        r = self.rates
+        if on_ready:
+            if sj.allocated:
+                r.allocated += gpus
             else:
-                self.rates.held_elsewhere += sign * gpus
-                if sj.allocated:
-                    self.rates.allocated_elsewhere += sign * gpus
+                r.unallocated += gpus
+        elif sj.allocated:
+            r.allocated_elsewhere += gpus
 
     def drained(self, name: HostName) -> Drain | None:
         """A draining host is empty: record the drain (once) and hand the host over."""
