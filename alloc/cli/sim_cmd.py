@@ -13,10 +13,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from alloc.cli.common import check_writable, guarded, write_atomically
-from alloc.cli.render import print_summary
+from alloc.cli.render import print_comparison, print_summary
 from alloc.io import InputError, dump_instance
 from alloc.io.durations import parse_duration
 from alloc.sim.policies import REGISTRY
@@ -373,45 +372,12 @@ def whatif(
         first = {p: i for i, s in reversed(list(enumerate(specs))) for p in [s.policy]}
         baselines = [first[s.policy] if i >= len(names) else 0 for i, s in enumerate(specs)]
         write_comparison(out, runs, base.credit, baselines)
-        against = "the first" if not any(baselines) else "its baseline (named in it)"
-        table = Table(
-            title=f"What if, per team and run (the last column: the run against {against}, as "
-            "delivered / d/o / wait p50 / wait p90 / preemptions)",
-            title_justify="left",
-        )
-        rows = comparison_table(runs, baselines)
-        for i, header in enumerate(rows[0]):
-            table.add_column(
-                escape(header),
-                justify="left" if i in (0, 1, 8) else "right",
-                overflow="fold",  # run labels and deltas wrap instead of being cut off
-            )
-        for row in rows[1:]:
-            table.add_row(*(escape(c) for c in row))
-        out_console.print(table)
-        demand = [
-            (m.get("allocated_demand_over_ready") or {}).get("mean") for m in results.values()
-        ]
-        if demand and all(d is not None and d < 1.0 for d in demand):
-            out_console.print(
-                f"note: allocated demand averaged at most {max(d or 0.0 for d in demand):.2f}x "
-                "the ready GPUs in every run: with room for nearly all work, budgets and "
-                "policies can change little (a smaller cluster, or --start at a busy time, "
-                "shows them at work)",
-                highlight=False,
-            )
         ours = {Path(sp.out).name for sp in specs}
         stale = sorted(
             p.name for p in out.iterdir() if (p / "metrics.json").is_file() and p.name not in ours
         )
-        if stale:
-            out_console.print(
-                f"note: {escape(str(out))} also holds runs of an earlier comparison, left as "
-                f"they were and not compared: {escape(', '.join(stale))}",
-                highlight=False,
-            )
-        if base.credit:
-            out_console.print(escape(base.credit), highlight=False)
-        out_console.print(f"outputs in {escape(str(out))} (open comparison.html)", highlight=False)
+        print_comparison(
+            out_console, comparison_table(runs, baselines), results, stale, base.credit, out
+        )
 
     guarded(act)
