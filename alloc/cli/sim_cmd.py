@@ -336,18 +336,20 @@ def whatif(
                     tree.policy.max_min_runtime_s,
                     source,
                 )
+            elif name != "base":  # the base lab and the trace were read by base_spec
+                # Once per tree, not per policy: e.g. a trace budget that this tree lacks.
+                load_inputs(replace(base, lab_yaml=text, lab_file=source))
             for p in names:
-                spec = replace(
-                    base,
-                    label=f"{name}/{p}",
-                    lab_yaml=text,
-                    policy=p,
-                    out=str(out / f"{name}-{p}"),
-                    lab_file=source,
+                specs.append(
+                    replace(
+                        base,
+                        label=f"{name}/{p}",
+                        lab_yaml=text,
+                        policy=p,
+                        out=str(out / f"{name}-{p}"),
+                        lab_file=source,
+                    )
                 )
-                if trace_text is None:
-                    load_inputs(spec)  # e.g. a trace budget that this scenario's tree lacks
-                specs.append(spec)
         if trace_text is not None:
             trace_path = out / "trace.csv"
             write_atomically(trace_path, trace_text)
