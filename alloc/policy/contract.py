@@ -6,9 +6,9 @@ Pure functions of the snapshot (STYLE.md habit 1). See models/round.md, section 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import MappingProxyType
+from typing import NamedTuple
 
 from alloc.domain import (
     HOUR_S,
@@ -25,9 +25,11 @@ from alloc.domain import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Standing:
-    """What the contract says about one workload this round, before any solver runs."""
+class Standing(NamedTuple):
+    """What the contract says about one workload this round, before any solver runs.
+
+    A named tuple (immutable, built in a fraction of a frozen dataclass's time: a round builds
+    one per workload), made by `_made`, which derives the last two fields."""
 
     workload: Workload
     funded: bool
@@ -35,19 +37,28 @@ class Standing:
     protected_until: datetime | None  # end of the minimum runtime of running allocated work
     forced: Action | None  # KEEP or PREEMPT when the contract decides alone; None = solver's choice
     forced_reason: Reason | None
+    protected: bool  # forced KEEP: kept whatever the solver does
+    optional_running: bool  # running, and the solver may keep or preempt it
 
-    @property
-    def protected(self) -> bool:
-        return self.forced is Action.KEEP
 
-    @property
-    def optional_running(self) -> bool:
-        """Running, and the solver may keep or preempt it."""
-        return self.workload.running and self.forced is None
-
-    @property
-    def queued(self) -> bool:
-        return not self.workload.running
+def _made(
+    workload: Workload,
+    funded: bool,
+    occupancy: Occupancy,
+    protected_until: datetime | None,
+    forced: Action | None,
+    forced_reason: Reason | None,
+) -> Standing:
+    return Standing(
+        workload,
+        funded,
+        occupancy,
+        protected_until,
+        forced,
+        forced_reason,
+        forced is Action.KEEP,
+        workload.running and forced is None,
+    )
 
 
 def is_funded(snapshot: Snapshot, workload: Workload) -> bool:
@@ -84,7 +95,7 @@ def _standing(
     allocated = funded and workload.min_runtime_s > 0  # allocated_in, without asking twice
     occupancy = Occupancy.ALLOCATED if allocated else Occupancy.UNALLOCATED
     if not workload.running:
-        return Standing(workload, funded, occupancy, None, None, None)
+        return _made(workload, funded, occupancy, None, None, None)
     assert workload.started is not None
     protected_until = None
     if allocated:
@@ -92,13 +103,13 @@ def _standing(
     states = {by_name[h].state for h in workload.hosts} if by_name is not None else None
     if states and HostState.MAINTENANCE in states:
         # The host went out of service under it: an availability event, not a choice of the plan.
-        return Standing(
+        return _made(
             workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_MAINTENANCE
         )
     if protected_until is not None and snapshot.now < protected_until:
-        return Standing(workload, funded, occupancy, protected_until, Action.KEEP, Reason.PROTECTED)
+        return _made(workload, funded, occupancy, protected_until, Action.KEEP, Reason.PROTECTED)
     if states and any(s.draining for s in states):
-        return Standing(
+        return _made(
             workload, funded, occupancy, protected_until, Action.PREEMPT, Reason.HOST_DRAINING
         )
     if (
@@ -107,10 +118,10 @@ def _standing(
         and workload.running_seconds(snapshot.now) > snapshot.policy.checkpoint_interval_s
     ):
         # Rebalancing it would destroy all it ran (hours): it runs to its end (round.md 1.1).
-        return Standing(
+        return _made(
             workload, funded, occupancy, protected_until, Action.KEEP, Reason.COSTLY_TO_STOP
         )
-    return Standing(workload, funded, occupancy, protected_until, None, None)
+    return _made(workload, funded, occupancy, protected_until, None, None)
 
 
 def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from alloc.domain import (
     HOUR_S,
     ROOT_PATH,
+    Action,
     BudgetPath,
     BudgetTree,
     Occupancy,
@@ -114,7 +115,9 @@ class _ProjectedTree:
             assert w.budget
             by_leaf[w.budget].append(w)
         for leaf, work in by_leaf.items():
-            self.queues[leaf] = sorted(work, key=lambda w: leaf_order_key(w, self.lost(w)))
+            if len(work) > 1:
+                work.sort(key=lambda w: leaf_order_key(w, self.lost(w)))
+            self.queues[leaf] = work
 
     def order(self) -> list[tuple[Workload, tuple[float, ...]]]:
         """Every loaded workload in pick order, with the projected ratios along its path (top
@@ -156,16 +159,15 @@ def fair_share(
     projected = _ProjectedTree(snapshot, usage)
     committed = 0
     held: dict[BudgetPath, int] = defaultdict(int)  # GPUs counted against each leaf so far
-    protected_gpus: dict[BudgetPath, float] = defaultdict(float)
-    demand: dict[BudgetPath, float] = defaultdict(float)
+    wanted: dict[BudgetPath, int] = defaultdict(int)  # GPUs of each leaf's candidates
     candidates = []
     all_ready, by_name = snapshot.cluster.all_ready, snapshot.cluster.by_name
     for s in standings.values():
-        w = s.workload
-        if s.occupancy is not Occupancy.ALLOCATED or s.forced is not None and not s.protected:
+        if s.occupancy is not Occupancy.ALLOCATED:
             continue
-        assert w.budget
-        if s.protected:
+        w = s.workload
+        if s.forced is Action.KEEP:  # protected
+            assert w.budget
             projected.charge(w.budget, w.gpus)
             ready_held = (
                 sum(w.hosts.values())
@@ -174,13 +176,20 @@ def fair_share(
             )
             committed += ready_held
             held[w.budget] += ready_held
-            for p in (ROOT_PATH, *path_prefixes(w.budget)):
-                protected_gpus[p] += ready_held
-                demand[p] += ready_held
-        elif w.id in placeable:
+        elif s.forced is None and w.id in placeable:
+            assert w.budget
             candidates.append(w)
-            for p in (ROOT_PATH, *path_prefixes(w.budget)):
-                demand[p] += w.gpus
+            wanted[w.budget] += w.gpus
+    # Per node (subtree totals): GPUs protected work holds, and those plus what is wanted.
+    protected_gpus: dict[BudgetPath, float] = defaultdict(float)
+    demand: dict[BudgetPath, float] = defaultdict(float)
+    for leaf, gpus in held.items():
+        for p in (ROOT_PATH, *path_prefixes(leaf)):
+            protected_gpus[p] += gpus
+            demand[p] += gpus
+    for leaf, gpus in wanted.items():
+        for p in (ROOT_PATH, *path_prefixes(leaf)):
+            demand[p] += gpus
     projected.load(candidates)
     entitled_gpus = entitlements(snapshot.budgets, ready_gpus, demand, protected_gpus, ratios)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import timedelta
 
 import numpy as np
@@ -92,41 +91,36 @@ class _WaitReasons:
 
 def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
     snapshot = ctx.snapshot
-    hosts = ctx.hosts
+    names = ctx.hosts.names
     wait_reason = _WaitReasons(ctx, load)
+    standings, held, now = ctx.standings, load.held, snapshot.now
     out = []
     for w in snapshot.workloads:
-        s = ctx.standings[w.id]
-        until = s.protected_until
-        if s.occupancy is Occupancy.ALLOCATED and not w.running:
-            until = snapshot.now + timedelta(seconds=w.min_runtime_s)
-        if s.forced is Action.KEEP:
+        wid = w.id
+        s = standings[wid]
+        if s.forced is Action.KEEP:  # the commonest: protected work
             reason = s.forced_reason or Reason.PROTECTED
-            decision = Decision(w.id, Action.KEEP, s.occupancy, reason, w.hosts, until)
-        elif s.forced is Action.PREEMPT:
+            out.append(Decision(wid, Action.KEEP, s.occupancy, reason, w.hosts, s.protected_until))
+            continue
+        if s.forced is Action.PREEMPT:
             assert s.forced_reason is not None
-            decision = Decision(w.id, Action.PREEMPT, s.occupancy, s.forced_reason)
-        elif load.holds(w.id):
+            out.append(Decision(wid, Action.PREEMPT, s.occupancy, s.forced_reason))
+            continue
+        allocated = s.occupancy is Occupancy.ALLOCATED
+        if wid in held:
             # Solvers never move running work: kept, it holds the hosts it runs on.
-            placement: Mapping[HostName, int] = (
-                w.hosts
-                if w.running
-                else {hosts.names[h]: g for h, g in sorted(load.held[w.id].items())}
-            )
-            action = Action.KEEP if w.running else Action.START
-            decision = Decision(
-                w.id,
-                action,
-                s.occupancy,
-                _holding_reason(ctx, w.id),
-                placement,
-                until if s.occupancy is Occupancy.ALLOCATED else None,
-            )
+            if w.running:
+                action, placement, until = Action.KEEP, w.hosts, s.protected_until
+            else:
+                action = Action.START
+                placement = {names[h]: g for h, g in sorted(held[wid].items())}
+                until = now + timedelta(seconds=w.min_runtime_s) if allocated else None
+            reason = _holding_reason(ctx, wid)
+            out.append(Decision(wid, action, s.occupancy, reason, placement, until))
         elif w.running:
-            decision = Decision(w.id, Action.PREEMPT, s.occupancy, _preempt_reason(ctx, w.id))
+            out.append(Decision(wid, Action.PREEMPT, s.occupancy, _preempt_reason(ctx, wid)))
         else:
-            decision = Decision(w.id, Action.WAIT, s.occupancy, wait_reason(w.id))
-        out.append(decision)
+            out.append(Decision(wid, Action.WAIT, s.occupancy, wait_reason(wid)))
     return tuple(out)
 
 

@@ -113,11 +113,14 @@ class Load:
             held[workload] = placement if fresh else dict(placement)  # type: ignore[assignment]
             hs.extend(placement)
             gs.extend(placement.values())
-            total = sum(placement.values())
             if category is None:
                 continue
+            total = sum(placement.values())
             self.category[workload] = (category, cost)
-            ch, cg, shared, full = per_category.setdefault(category, ([], [], [], []))
+            lists = per_category.get(category)
+            if lists is None:
+                lists = per_category[category] = ([], [], [], [])
+            ch, cg, shared, full = lists
             for h, g in placement.items():
                 ch.append(h)
                 cg.append(g)

@@ -53,20 +53,29 @@ def validate(
     problems += [f"{w}: decision for an unknown workload" for w in sorted(unknown)]
     used = np.zeros(hosts.count, np.int64)
     unsound = bool(unknown)
+    index, by_id = hosts.index, snapshot.by_id
+    at: list[int] = []  # host index of each GPU count held, summed into `used` at once
+    gpus: list[int] = []
+    max_rt = snapshot.policy.max_min_runtime_s
     for d in plan.decisions:
         if d.workload in unknown:
             continue
-        w = snapshot.by_id[d.workload]
-        problems += _decision_problems(snapshot, hosts, w, d, st[w.id])
-        if d.action.holds_gpus:
+        w = by_id[d.workload]
+        found = _decision_problems(snapshot, hosts, w, d, st[w.id], max_rt)
+        if found:
+            problems += found
+        if d.action is Action.KEEP or d.action is Action.START:  # holds_gpus
             for h, g in d.hosts.items():
-                if h in hosts.index:
-                    used[hosts.index[h]] += g
+                at_host = index.get(h)
+                if at_host is not None:
+                    at.append(at_host)
+                    gpus.append(g)
                 else:
                     problems.append(f"{w.id}: holds GPUs on unknown host {h}")
                     unsound = True
-        elif not unsound and any(h not in hosts.index for h in d.hosts):
+        elif not unsound and any(h not in index for h in d.hosts):
             unsound = True
+    np.add.at(used, at, gpus)
     for i in np.flatnonzero(used > hosts.cap):
         problems.append(f"host {hosts.names[i]}: {used[i]} GPUs given, it has {hosts.cap[i]} (1)")
     # The cross-decision checks read only decisions about known workloads on known hosts.
@@ -88,13 +97,29 @@ def validate(
     return problems
 
 
-def _decision_problems(snapshot, hosts, w, d, s) -> list[str]:  # type: ignore[no-untyped-def]
+def _decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str] | None:  # type: ignore[no-untyped-def]
+    """The checks of one decision alone; None when it keeps them all (most decisions: they
+    are read in this order, the common ones first)."""
+    action, occupancy, until = d.action, d.occupancy, d.protected_until
+    keep = action is Action.KEEP
+    if (
+        keep
+        and s.forced is Action.KEEP
+        and occupancy is s.occupancy
+        and d.hosts is w.hosts
+        and w.min_runtime_s <= max_rt
+        and (
+            until is None
+            if occupancy is Occupancy.UNALLOCATED
+            else s.funded and until is not None and until == s.protected_until
+        )
+    ):
+        return None  # kept by the contract as it runs: every check below holds
     out: list[str] = []
     name = w.id
-    action, occupancy, until = d.action, d.occupancy, d.protected_until
     if occupancy is not s.occupancy:
         out.append(f"{name}: occupancy {occupancy.value}, the contract says {s.occupancy.value}")
-    if w.min_runtime_s > snapshot.policy.max_min_runtime_s:
+    if w.min_runtime_s > max_rt:
         out.append(f"{name}: minimum runtime above max_min_runtime (7)")
     if until is not None:
         if not s.funded:
@@ -102,20 +127,20 @@ def _decision_problems(snapshot, hosts, w, d, s) -> list[str]:  # type: ignore[n
         if occupancy is Occupancy.UNALLOCATED:
             out.append(f"{name}: unallocated work is protected (5)")
     if w.running:
-        if action is not Action.KEEP and action is not Action.PREEMPT:
+        if not keep and action is not Action.PREEMPT:
             out.append(f"{name}: running, so it is kept or preempted, not '{action.value}'")
     elif action is not Action.START and action is not Action.WAIT:
         out.append(f"{name}: queued, so it starts or waits, not '{action.value}'")
-    if s.forced is Action.KEEP and action is not Action.KEEP:
+    if s.forced is Action.KEEP and not keep:
         if s.forced_reason is Reason.COSTLY_TO_STOP:
             out.append(f"{name}: kept by the contract (costly_to_stop), but {action.value}")
         else:
             out.append(f"{name}: protected until {s.protected_until}, but {action.value} (3)")
-    if s.forced is Action.PREEMPT and action is Action.KEEP:
+    if s.forced is Action.PREEMPT and keep:
         out.append(f"{name}: kept on a host that is {s.forced_reason.value} (1)")
-    if action is Action.KEEP and d.hosts != w.hosts:
+    if keep and d.hosts != w.hosts:
         out.append(f"{name}: kept, but on other hosts than it runs on")
-    if action is Action.KEEP or action is Action.START:
+    if keep or action is Action.START:
         if occupancy is Occupancy.ALLOCATED:
             start = w.started if w.running else snapshot.now
             want = start + timedelta(seconds=w.min_runtime_s)
@@ -125,7 +150,7 @@ def _decision_problems(snapshot, hosts, w, d, s) -> list[str]:  # type: ignore[n
             out += _start_shape(hosts, w, d)
         if d.hosts is not w.hosts and any(g <= 0 for g in d.hosts.values()):
             out.append(f"{name}: holds a non-positive number of GPUs on a host")
-    return out
+    return out or None
 
 
 def _start_shape(hosts: HostArrays, w: Workload, d: Decision) -> list[str]:
@@ -193,26 +218,32 @@ def _reservations(snapshot, hosts, plan, st, due) -> tuple[np.ndarray, list[str]
 def _unallocated_yields(snapshot, hosts, plan, used, st, reserved) -> list[str]:  # type: ignore[no-untyped-def]
     """(4) Unallocated work never holds GPUs a waiting allocated workload could use (not those
     of reserved hosts: section 8)."""
-    unallocated = np.zeros(hosts.count, np.int64)
+    at: list[int] = []
+    gpus: list[int] = []
+    asked: list[Decision] = []  # allocated work waiting or preempted: could it have used them?
+    index = hosts.index
     for d in plan.decisions:
-        if d.action.holds_gpus and d.occupancy is Occupancy.UNALLOCATED:
+        action = d.action
+        if d.occupancy is Occupancy.ALLOCATED:
+            if action is Action.WAIT or action is Action.PREEMPT:
+                asked.append(d)
+        elif action is Action.KEEP or action is Action.START:
             for h, g in d.hosts.items():
-                unallocated[hosts.index[h]] += g
+                at.append(index[h])
+                gpus.append(g)
+    if not at or not asked:
+        return []
+    unallocated = np.zeros(hosts.count, np.int64)
+    np.add.at(unallocated, at, gpus)
     if not unallocated.any():
         return []
     room = _free_after(hosts, used - unallocated)
     room_to_start = np.where(reserved, 0, room)
-    waiting = [
-        snapshot.by_id[d.workload]
-        for d in plan.decisions
-        if d.occupancy is Occupancy.ALLOCATED and d.action is Action.WAIT
-    ]
+    waiting = [snapshot.by_id[d.workload] for d in asked if d.action is Action.WAIT]
     shapes = shapes_of(waiting, hosts)
     fits = {id(sh): place(sh, room_to_start, hosts) is not None for sh in shapes.values()}
     out = []
-    for d in plan.decisions:
-        if d.occupancy is not Occupancy.ALLOCATED:
-            continue
+    for d in asked:
         w = snapshot.by_id[d.workload]
         if d.action is Action.WAIT and fits[id(shapes[w.id])]:
             out.append(f"{w.id}: waits while unallocated work holds GPUs it could use (4)")
