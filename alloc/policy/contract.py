@@ -39,6 +39,7 @@ class Standing(NamedTuple):
     forced_reason: Reason | None
     protected: bool  # forced KEEP: kept whatever the solver does
     optional_running: bool  # running, and the solver may keep or preempt it
+    lost_hours: float  # optional running work: `lost_hours_per_gpu` (0 for the others)
 
 
 def _made(
@@ -48,6 +49,7 @@ def _made(
     protected_until: datetime | None,
     forced: Action | None,
     forced_reason: Reason | None,
+    lost_hours: float = 0.0,
 ) -> Standing:
     return Standing(
         workload,
@@ -58,6 +60,7 @@ def _made(
         forced_reason,
         forced is Action.KEEP,
         workload.running and forced is None,
+        lost_hours,
     )
 
 
@@ -91,7 +94,8 @@ def _standing(
     snapshot: Snapshot, workload: Workload, by_name: Mapping[HostName, Host] | None
 ) -> Standing:
     """`by_name`: the hosts, or None when every host is ready (nothing to look up)."""
-    funded = funded_in(snapshot.budgets, workload)
+    budget = workload.budget
+    funded = budget is not None and budget != "" and snapshot.budgets.effective[budget] > 0
     allocated = funded and workload.min_runtime_s > 0  # allocated_in, without asking twice
     occupancy = Occupancy.ALLOCATED if allocated else Occupancy.UNALLOCATED
     if not workload.running:
@@ -100,6 +104,8 @@ def _standing(
     protected_until = None
     if allocated:
         protected_until = workload.started + timedelta(seconds=workload.min_runtime_s)
+        if by_name is None and snapshot.now < protected_until:
+            return _made(workload, True, occupancy, protected_until, Action.KEEP, Reason.PROTECTED)
     states = {by_name[h].state for h in workload.hosts} if by_name is not None else None
     if states and HostState.MAINTENANCE in states:
         # The host went out of service under it: an availability event, not a choice of the plan.
@@ -121,7 +127,8 @@ def _standing(
         return _made(
             workload, funded, occupancy, protected_until, Action.KEEP, Reason.COSTLY_TO_STOP
         )
-    return _made(workload, funded, occupancy, protected_until, None, None)
+    lost = lost_hours_per_gpu(snapshot, workload)
+    return _made(workload, funded, occupancy, protected_until, None, None, lost)
 
 
 def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:

@@ -33,7 +33,7 @@ from alloc.domain import (
     WorkloadId,
     path_prefixes,
 )
-from alloc.policy.contract import Standing, is_funded, lost_hours_per_gpu
+from alloc.policy.contract import Standing, is_funded
 from alloc.policy.entitlement import entitlements
 
 
@@ -98,10 +98,6 @@ class _ProjectedTree:
         self.horizon_h = snapshot.policy.horizon_s / HOUR_S
         self.projected = dict(usage)
         self.queues: dict[BudgetPath, list[Workload]] = {}
-        self.snapshot = snapshot
-
-    def lost(self, w: Workload) -> float:
-        return lost_hours_per_gpu(self.snapshot, w) if w.running else 0.0
 
     def charge(self, path: BudgetPath, gpus: int) -> None:
         added = gpus * self.horizon_h
@@ -109,15 +105,15 @@ class _ProjectedTree:
         for prefix in path_prefixes(path):
             self.projected[prefix] += added
 
-    def load(self, candidates: Iterable[Workload]) -> None:
-        by_leaf: dict[BudgetPath, list[Workload]] = defaultdict(list)
-        for w in candidates:
-            assert w.budget
-            by_leaf[w.budget].append(w)
+    def load(self, candidates: Iterable[Standing]) -> None:
+        by_leaf: dict[BudgetPath, list[Standing]] = defaultdict(list)
+        for s in candidates:
+            assert s.workload.budget
+            by_leaf[s.workload.budget].append(s)
         for leaf, work in by_leaf.items():
             if len(work) > 1:
-                work.sort(key=lambda w: leaf_order_key(w, self.lost(w)))
-            self.queues[leaf] = work
+                work.sort(key=lambda s: leaf_order_key(s.workload, s.lost_hours))
+            self.queues[leaf] = [s.workload for s in work]
 
     def order(self) -> list[tuple[Workload, tuple[float, ...]]]:
         """Every loaded workload in pick order, with the projected ratios along its path (top
@@ -178,7 +174,7 @@ def fair_share(
             held[w.budget] += ready_held
         elif s.forced is None and w.id in placeable:
             assert w.budget
-            candidates.append(w)
+            candidates.append(s)
             wanted[w.budget] += w.gpus
     # Per node (subtree totals): GPUs protected work holds, and those plus what is wanted.
     protected_gpus: dict[BudgetPath, float] = defaultdict(float)

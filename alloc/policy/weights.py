@@ -15,7 +15,7 @@ from types import MappingProxyType
 import numpy as np
 
 from alloc.domain import Occupancy, Snapshot, WorkloadId
-from alloc.policy.contract import Standing, lost_hours_per_gpu
+from alloc.policy.contract import Standing
 from alloc.policy.fairshare import FairShare
 
 # (4.1) value per GPU held after the round, by tier; the rank spread orders work inside a tier.
@@ -84,7 +84,7 @@ def weights(
             tier[wid], value[wid] = Tier.PROTECTED, 0.0
         if not s.optional_running:
             continue
-        lost = min(1.0, lost_hours_per_gpu(snapshot, s.workload) / LOST_WORK_SATURATION_H)
+        lost = min(1.0, s.lost_hours / LOST_WORK_SATURATION_H)
         g = s.workload.gpus
         if s.occupancy is Occupancy.ALLOCATED:
             cost[wid] = g * (ALLOCATED_PREEMPT_FIXED + ALLOCATED_PREEMPT_LOST * lost)

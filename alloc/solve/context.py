@@ -8,13 +8,13 @@ from types import MappingProxyType
 
 import numpy as np
 
-from alloc.domain import Action, Occupancy, Snapshot, WorkloadId
+from alloc.domain import Occupancy, Snapshot, WorkloadId
 from alloc.policy.contract import Standing, standings
 from alloc.policy.fairshare import FairShare, fair_share
 from alloc.policy.weights import Tier, Weights, weights
 from alloc.solve.load import Load
 from alloc.solve.placement import place
-from alloc.solve.problem import HostArrays, Shape, fixed_and_optional_use, host_arrays, shapes_of
+from alloc.solve.problem import HostArrays, Shape, host_arrays, running_use, shapes_of
 from alloc.solve.reserve import Held, off_reserved, reservations, reserved_mask
 
 
@@ -30,6 +30,7 @@ class RoundContext:
     order: tuple[WorkloadId, ...]  # decision candidates: entitled, over, then unallocated
     fixed_used: np.ndarray  # GPUs per host held by protected work
     optional_used: np.ndarray  # GPUs per host held by running work the solver may preempt
+    running_at: Mapping[WorkloadId, Mapping[int, int]]  # those two kinds: host index -> GPUs
     reservations: tuple[Held, ...] = ()  # hosts held back for blocked gangs (section 8)
     reserved: np.ndarray | None = None  # bool per host: no other allocated work starts there
     unreserved_shapes: Mapping[WorkloadId, Shape] = field(  # the restricted ones' own shapes
@@ -42,24 +43,18 @@ class RoundContext:
     def initial_load(self) -> Load:
         """Protected work held and every optional running workload kept where it is."""
         load = Load(self.hosts)
-        index = self.hosts.index
         tier, value, cost = self.weights.tier, self.weights.hold_value, self.weights.preempt_cost
-        items: list[tuple[WorkloadId, dict[int, int], Tier | None, float]] = []
-        for wid, s in self.standings.items():  # as `_holding` of each, in one pass
-            w = s.workload
-            if not w.running or s.forced is Action.PREEMPT:
-                continue
-            placement = {index[h]: g for h, g in w.hosts.items()}
-            if s.forced is Action.KEEP:
+        items: list[tuple[WorkloadId, Mapping[int, int], Tier | None, float]] = []
+        for wid, placement in self.running_at.items():  # as `_holding` of each, in one pass
+            if self.standings[wid].protected:
                 items.append((wid, placement, None, 0.0))
             else:
                 items.append((wid, placement, tier[wid], value[wid] + cost.get(wid, 0.0)))
-        load.hold_all(items, fresh=True)
+        load.hold_all(items, no_copy=True)
         return load
 
     def running_placement(self, workload: WorkloadId) -> dict[int, int]:
-        hosts = self.standings[workload].workload.hosts
-        return {self.hosts.index[h]: g for h, g in hosts.items()}
+        return dict(self.running_at[workload])
 
     def hold(self, load: Load, workload: WorkloadId, placement: dict[int, int]) -> None:
         """Hold with the tier as displacement category and the value lost if displaced."""
@@ -86,7 +81,7 @@ def round_context(snapshot: Snapshot) -> RoundContext:
     held = reservations(snapshot, st, hosts)
     reserved = reserved_mask(held, hosts)
     shapes, unreserved = _avoiding_reservations(st, own, held, reserved)
-    fixed, optional = fixed_and_optional_use(snapshot, hosts, st)
+    fixed, optional, running_at = running_use(hosts, st)
     empty = np.where(hosts.ready, hosts.cap, 0)
     beside_protected = np.where(hosts.ready, np.maximum(hosts.cap - fixed, 0), 0)
     unique = {id(shape): shape for shape in own.values()}
@@ -123,6 +118,7 @@ def round_context(snapshot: Snapshot) -> RoundContext:
         order=tuple(entitled + over + unallocated),
         fixed_used=fixed,
         optional_used=optional,
+        running_at=MappingProxyType(running_at),
         reservations=held,
         reserved=reserved if held else None,
         unreserved_shapes=MappingProxyType(unreserved),

@@ -98,11 +98,12 @@ class Load:
     def hold_all(
         self,
         items: Iterable[tuple[WorkloadId, Mapping[int, int], Hashable | None, float]],
-        fresh: bool = False,
+        no_copy: bool = False,
     ) -> None:
         """`hold` for many workloads at once (a round's running work), with the arrays updated
         in bulk: the same state as holding them one by one, in a fraction of the time.
-        `fresh`: the placements are new dicts nobody else holds (kept without a copy)."""
+        `no_copy`: the placements are kept without a copy (nobody changes them: a load never
+        changes a placement it holds, it releases it)."""
         hs: list[int] = []
         gs: list[int] = []
         per_category: dict[Hashable, tuple[list[int], list[int], list[float], list[float]]] = {}
@@ -110,7 +111,7 @@ class Load:
         self._on_host = None  # rebuilt from `held` when asked
         for workload, placement, category, cost in items:
             assert workload not in held, workload
-            held[workload] = placement if fresh else dict(placement)  # type: ignore[assignment]
+            held[workload] = placement if no_copy else dict(placement)  # type: ignore[assignment]
             hs.extend(placement)
             gs.extend(placement.values())
             if category is None:

@@ -126,16 +126,28 @@ def shapes_of(workloads: Iterable[Workload], hosts: HostArrays) -> dict[Workload
     return out
 
 
-def fixed_and_optional_use(
-    snapshot: Snapshot, hosts: HostArrays, standings: Mapping[WorkloadId, Standing]
-) -> tuple[np.ndarray, np.ndarray]:
-    """GPUs per host held by work the contract keeps, and by running work the solver may preempt."""
+def running_use(
+    hosts: HostArrays, standings: Mapping[WorkloadId, Standing]
+) -> tuple[np.ndarray, np.ndarray, dict[WorkloadId, dict[int, int]]]:
+    """GPUs per host held by work the contract keeps, and by running work the solver may
+    preempt; and where each of those runs (host index -> GPUs), built in the same pass."""
+    index = hosts.index
+    at: tuple[list[int], list[int]] = ([], [])  # host indices: protected, optional
+    gpus: tuple[list[int], list[int]] = ([], [])
+    placements: dict[WorkloadId, dict[int, int]] = {}
+    for wid, s in standings.items():
+        if s.protected:
+            which = 0
+        elif s.optional_running:
+            which = 1
+        else:
+            continue
+        placement = {index[h]: g for h, g in s.workload.hosts.items()}
+        placements[wid] = placement
+        at[which].extend(placement)
+        gpus[which].extend(placement.values())
     fixed = np.zeros(hosts.count, np.int64)
     optional = np.zeros(hosts.count, np.int64)
-    for s in standings.values():
-        target = fixed if s.protected else optional if s.optional_running else None
-        if target is None:
-            continue
-        for h, g in s.workload.hosts.items():
-            target[hosts.index[h]] += g
-    return fixed, optional
+    np.add.at(fixed, at[0], gpus[0])
+    np.add.at(optional, at[1], gpus[1])
+    return fixed, optional, placements

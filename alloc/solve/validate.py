@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
@@ -57,13 +56,31 @@ def validate(
     at: list[int] = []  # host index of each GPU count held, summed into `used` at once
     gpus: list[int] = []
     max_rt = snapshot.policy.max_min_runtime_s
+    rest: list[Decision] = []  # all but allocated work kept: what the checks across decisions read
     for d in plan.decisions:
         if d.workload in unknown:
             continue
         w = by_id[d.workload]
-        found = _decision_problems(snapshot, hosts, w, d, st[w.id], max_rt)
-        if found:
-            problems += found
+        s = st[w.id]
+        if not (  # kept by the contract as it runs (most decisions): every check holds
+            d.action is Action.KEEP
+            and s.forced is Action.KEEP
+            and d.occupancy is s.occupancy
+            and d.hosts is w.hosts
+            and w.min_runtime_s <= max_rt
+            and (
+                d.protected_until is None
+                if s.occupancy is Occupancy.UNALLOCATED
+                else s.funded
+                and s.protected_until is not None
+                and d.protected_until == s.protected_until
+            )
+        ):
+            problems += _decision_problems(snapshot, hosts, w, d, s, max_rt)
+        if d.action is Action.KEEP and d.occupancy is Occupancy.ALLOCATED:
+            pass  # most decisions: read below only through `used`
+        else:
+            rest.append(d)
         if d.action is Action.KEEP or d.action is Action.START:  # holds_gpus
             for h, g in d.hosts.items():
                 at_host = index.get(h)
@@ -78,43 +95,20 @@ def validate(
     np.add.at(used, at, gpus)
     for i in np.flatnonzero(used > hosts.cap):
         problems.append(f"host {hosts.names[i]}: {used[i]} GPUs given, it has {hosts.cap[i]} (1)")
-    # The cross-decision checks read only decisions about known workloads on known hosts.
-    sound = plan
+    # The checks across decisions read only decisions about known workloads on known hosts.
     if unsound:
-        sound = replace(
-            plan,
-            decisions=tuple(
-                d
-                for d in plan.decisions
-                if d.workload in snapshot.by_id and all(h in hosts.index for h in d.hosts)
-            ),
-        )
-    reserved, why = _reservations(snapshot, hosts, sound, st, due)
+        rest = [d for d in rest if d.workload in by_id and all(h in index for h in d.hosts)]
+    reserved, why = _reservations(snapshot, hosts, plan, rest, st, due)
     problems += why
-    problems += _unallocated_yields(snapshot, hosts, sound, used, st, reserved)
-    problems += _priority_order(snapshot, hosts, sound, used, reserved)
-    problems += _drains(snapshot, hosts, sound, used)
+    problems += _unallocated_yields(snapshot, hosts, rest, used, st, reserved)
+    problems += _priority_order(snapshot, hosts, rest, used, reserved)
+    problems += _drains(snapshot, hosts, plan, used)
     return problems
 
 
-def _decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str] | None:  # type: ignore[no-untyped-def]
-    """The checks of one decision alone; None when it keeps them all (most decisions: they
-    are read in this order, the common ones first)."""
+def _decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str]:  # type: ignore[no-untyped-def]
     action, occupancy, until = d.action, d.occupancy, d.protected_until
     keep = action is Action.KEEP
-    if (
-        keep
-        and s.forced is Action.KEEP
-        and occupancy is s.occupancy
-        and d.hosts is w.hosts
-        and w.min_runtime_s <= max_rt
-        and (
-            until is None
-            if occupancy is Occupancy.UNALLOCATED
-            else s.funded and until is not None and until == s.protected_until
-        )
-    ):
-        return None  # kept by the contract as it runs: every check below holds
     out: list[str] = []
     name = w.id
     if occupancy is not s.occupancy:
@@ -150,7 +144,7 @@ def _decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str] | None:  #
             out += _start_shape(hosts, w, d)
         if d.hosts is not w.hosts and any(g <= 0 for g in d.hosts.values()):
             out.append(f"{name}: holds a non-positive number of GPUs on a host")
-    return out or None
+    return out
 
 
 def _start_shape(hosts: HostArrays, w: Workload, d: Decision) -> list[str]:
@@ -191,7 +185,7 @@ def _free_after(hosts: HostArrays, used: np.ndarray) -> np.ndarray:
     return np.where(hosts.ready, np.maximum(hosts.cap - used, 0), 0)
 
 
-def _reservations(snapshot, hosts, plan, st, due) -> tuple[np.ndarray, list[str]]:  # type: ignore[no-untyped-def]
+def _reservations(snapshot, hosts, plan, rest, st, due) -> tuple[np.ndarray, list[str]]:  # type: ignore[no-untyped-def]
     """Hosts the plan holds back for blocked gangs (models/round.md 8). Optional: a plan need
     not reserve, but each reservation it declares must be the rule's own, recomputed here, and
     no allocated work may start on its hosts. Returns the reserved hosts and the problems."""
@@ -206,7 +200,7 @@ def _reservations(snapshot, hosts, plan, st, due) -> tuple[np.ndarray, list[str]
             out.append(f"{r.workload}: reserves {', '.join(r.hosts)}, which the rule does not (8)")
             continue
         mask[list(rule.hosts)] = True
-    for d in plan.decisions:
+    for d in rest:
         if d.action is not Action.START or d.occupancy is not Occupancy.ALLOCATED:
             continue
         for h in d.hosts:
@@ -215,14 +209,14 @@ def _reservations(snapshot, hosts, plan, st, due) -> tuple[np.ndarray, list[str]
     return mask, out
 
 
-def _unallocated_yields(snapshot, hosts, plan, used, st, reserved) -> list[str]:  # type: ignore[no-untyped-def]
+def _unallocated_yields(snapshot, hosts, rest, used, st, reserved) -> list[str]:  # type: ignore[no-untyped-def]
     """(4) Unallocated work never holds GPUs a waiting allocated workload could use (not those
     of reserved hosts: section 8)."""
     at: list[int] = []
     gpus: list[int] = []
     asked: list[Decision] = []  # allocated work waiting or preempted: could it have used them?
     index = hosts.index
-    for d in plan.decisions:
+    for d in rest:
         action = d.action
         if d.occupancy is Occupancy.ALLOCATED:
             if action is Action.WAIT or action is Action.PREEMPT:
@@ -256,13 +250,13 @@ def _unallocated_yields(snapshot, hosts, plan, used, st, reserved) -> list[str]:
     return out
 
 
-def _priority_order(snapshot, hosts, plan, used, reserved) -> list[str]:  # type: ignore[no-untyped-def]
+def _priority_order(snapshot, hosts, rest, used, reserved) -> list[str]:  # type: ignore[no-untyped-def]
     """(6) Inside one budget node, no start ahead of a waiting higher-priority workload that
     fits in its place (compared within one occupancy class; see models/round.md). Under the
     plan's reservations an allocated workload fits only off reserved hosts (section 8)."""
     starts = defaultdict(list)
     waits = defaultdict(list)
-    for d in plan.decisions:
+    for d in rest:
         w = snapshot.by_id[d.workload]
         key = (w.budget, d.occupancy)
         if d.action is Action.START:
