@@ -74,20 +74,35 @@ def nothing_to_decide(world: World) -> bool:
         if np.any(t.maintenance & (used > 0)):
             return False
     free = np.where(ready, cap - used, 0)
+    if _some_fits(world, t, free):
+        return False  # on free GPUs alone (after an arrival, most often): no need for more
     room = np.zeros(len(t.names), np.int64)  # displaceable GPUs
-    for sj in world.running.values():
-        protected = sj.allocated and now < sj.seg_start_s + sj.job.min_runtime_s
-        for n, gpus in sj.hosts.items():
-            i = index[n]
-            if not ready[i]:
+    if world.trouble == 0:  # every host ready: sum the unprotected work's GPUs at once
+        at: list[int] = []
+        gpus: list[int] = []
+        for sj in world.running.values():
+            if not sj.allocated or now >= sj.seg_start_s + sj.job.min_runtime_s:
+                at.extend(index[n] for n in sj.hosts)
+                gpus.extend(sj.hosts.values())
+        np.add.at(room, at, gpus)
+    else:
+        for sj in world.running.values():
+            protected = sj.allocated and now < sj.seg_start_s + sj.job.min_runtime_s
+            for n, g in sj.hosts.items():
+                i = index[n]
+                if not ready[i]:
+                    if not protected:
+                        return False  # unprotected work on a draining host must go
+                    continue
                 if not protected:
-                    return False  # unprotected work on a draining host must go
-                continue
-            if not protected:
-                room[i] += gpus
+                    room[i] += g
     room += free
-    if not world.queued:
-        return True
+    return not _some_fits(world, t, room)
+
+
+def _some_fits(world: World, t: _Hosts, room: np.ndarray) -> bool:
+    """Some queued job fits into `room` (GPUs per host), blocks ignored (conservative)."""
+    cap, ready = t.cap, t.ready
     of_type: dict[str | None, np.ndarray] = {None: ready}  # ready hosts a job may use
     seen: set[tuple[int, str, str | None]] = set()
     for sj in world.queued.values():
@@ -103,10 +118,10 @@ def nothing_to_decide(world: World) -> bool:
         largest = int(cap[usable].max()) if usable.any() else 0
         if g <= largest:
             if np.any(usable & (cap >= g) & (room >= g)):
-                return False
+                return True
         elif _whole_hosts_fit(usable & (room == cap), cap, g):
-            return False
-    return True
+            return True
+    return False
 
 
 def _whole_hosts_fit(whole: np.ndarray, cap: np.ndarray, gpus: int) -> bool:

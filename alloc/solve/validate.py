@@ -62,9 +62,10 @@ def validate(
             continue
         w = by_id[d.workload]
         s = st[w.id]
-        if not (  # kept by the contract as it runs (most decisions): every check holds
+        if not (  # running work kept as it runs (most decisions): every check below holds
             d.action is Action.KEEP
-            and s.forced is Action.KEEP
+            and w.running
+            and s.forced is not Action.PREEMPT
             and d.occupancy is s.occupancy
             and d.hosts is w.hosts
             and w.min_runtime_s <= max_rt
