@@ -51,17 +51,23 @@ def _made(
     forced_reason: Reason | None,
     lost_hours: float = 0.0,
 ) -> Standing:
-    return Standing(
-        workload,
-        funded,
-        occupancy,
-        protected_until,
-        forced,
-        forced_reason,
-        forced is Action.KEEP,
-        workload.running and forced is None,
-        lost_hours,
+    return _new_tuple(  # Standing(...) without the named tuple's own __new__ (a frame less)
+        Standing,
+        (
+            workload,
+            funded,
+            occupancy,
+            protected_until,
+            forced,
+            forced_reason,
+            forced is Action.KEEP,
+            workload.running and forced is None,
+            lost_hours,
+        ),
     )
+
+
+_new_tuple = tuple.__new__
 
 
 def is_funded(snapshot: Snapshot, workload: Workload) -> bool:

@@ -50,7 +50,7 @@ class RoundContext:
                 items.append((wid, placement, None, 0.0))
             else:
                 items.append((wid, placement, tier[wid], value[wid] + cost.get(wid, 0.0)))
-        load.hold_all(items, no_copy=True)
+        load.hold_all(items, no_copy=True, used=self.fixed_used + self.optional_used)
         return load
 
     def running_placement(self, workload: WorkloadId) -> dict[int, int]:
@@ -84,24 +84,32 @@ def round_context(snapshot: Snapshot) -> RoundContext:
     fixed, optional, running_at = running_use(hosts, st)
     empty = np.where(hosts.ready, hosts.cap, 0)
     beside_protected = np.where(hosts.ready, np.maximum(hosts.cap - fixed, 0), 0)
-    unique = {id(shape): shape for shape in own.values()}
-    fits_empty = {key: place(shape, empty, hosts) is not None for key, shape in unique.items()}
-    fits_now: dict[int, bool] = {}
-    for wid, shape in shapes.items():  # a reservation restricts a shape: it may fit less now
-        if id(shape) not in fits_now:
-            fits_now[id(shape)] = (
-                fits_empty[id(own[wid])] and place(shape, beside_protected, hosts) is not None
-            )
     # Placeable: could ever start on this cluster (reservations aside); startable: this round.
-    placeable = frozenset(
-        wid for wid, shape in own.items() if st[wid].optional_running or fits_empty[id(shape)]
-    )
     # Work that cannot start this round even if everything unprotected made way (a gang that
     # protected work leaves no room for) takes no place in the order: its node's entitlement
-    # goes to its work that can start (models/round.md 2.3).
-    startable = frozenset(
-        wid for wid, shape in shapes.items() if st[wid].optional_running or fits_now[id(shape)]
-    )
+    # goes to its work that can start (models/round.md 2.3). Running work the solver may keep
+    # is both; each queued shape is placed once.
+    placeable: set[WorkloadId] = set()
+    startable: set[WorkloadId] = set()
+    fits_empty: dict[int, bool] = {}
+    fits_now: dict[int, bool] = {}  # a reservation restricts a shape: it may fit less now
+    for wid, shape in shapes.items():
+        if st[wid].optional_running:
+            placeable.add(wid)
+            startable.add(wid)
+            continue
+        mine = own[wid]
+        ever = fits_empty.get(id(mine))
+        if ever is None:
+            ever = fits_empty[id(mine)] = place(mine, empty, hosts) is not None
+        if not ever:
+            continue
+        placeable.add(wid)
+        now = fits_now.get(id(shape))
+        if now is None:
+            now = fits_now[id(shape)] = place(shape, beside_protected, hosts) is not None
+        if now:
+            startable.add(wid)
     share = fair_share(snapshot, st, startable, int(empty.sum()))
     w = weights(snapshot, st, share)
     entitled = [wid for wid in share.order if wid in share.entitled]
@@ -114,7 +122,7 @@ def round_context(snapshot: Snapshot) -> RoundContext:
         weights=w,
         hosts=hosts,
         shapes=MappingProxyType(shapes),
-        placeable=placeable,
+        placeable=frozenset(placeable),
         order=tuple(entitled + over + unallocated),
         fixed_used=fixed,
         optional_used=optional,

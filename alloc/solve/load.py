@@ -99,11 +99,13 @@ class Load:
         self,
         items: Iterable[tuple[WorkloadId, Mapping[int, int], Hashable | None, float]],
         no_copy: bool = False,
+        used: np.ndarray | None = None,
     ) -> None:
         """`hold` for many workloads at once (a round's running work), with the arrays updated
         in bulk: the same state as holding them one by one, in a fraction of the time.
         `no_copy`: the placements are kept without a copy (nobody changes them: a load never
-        changes a placement it holds, it releases it)."""
+        changes a placement it holds, it releases it). `used`: the GPUs they hold per host, when
+        the caller has summed them already."""
         hs: list[int] = []
         gs: list[int] = []
         per_category: dict[Hashable, tuple[list[int], list[int], list[float], list[float]]] = {}
@@ -112,8 +114,9 @@ class Load:
         for workload, placement, category, cost in items:
             assert workload not in held, workload
             held[workload] = placement if no_copy else dict(placement)  # type: ignore[assignment]
-            hs.extend(placement)
-            gs.extend(placement.values())
+            if used is None:
+                hs.extend(placement)
+                gs.extend(placement.values())
             if category is None:
                 continue
             total = sum(placement.values())
@@ -128,10 +131,13 @@ class Load:
                 shared.append(cost * g / total)
                 full.append(cost)
             self.reclaim_total[category] += total
-        if not hs:
+        if used is not None:
+            self.used += used
+        elif hs:
+            np.add.at(self.used, hs, gs)
+        else:
             return
         self.version += 1
-        np.add.at(self.used, hs, gs)
         hosts = self.hosts
         self._free = np.where(hosts.ready, np.maximum(hosts.cap - self.used, 0), 0)
         ready = np.flatnonzero(hosts.ready)
