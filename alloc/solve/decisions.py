@@ -44,6 +44,10 @@ class _WaitReasons:
         self.ctx = ctx
         self.load = load
         self.fits: dict[tuple[int, bool], bool] = {}
+        self.typed: dict[
+            int, Reason | None
+        ] = {}  # per shape: no host, or no ready host, of its type
+        self.never: dict[int, Reason] = {}  # per shape: why it fits no empty ready cluster
 
     def _fits(self, shape: Shape, loose: bool, free: np.ndarray | None = None) -> bool:
         key = (id(shape), loose)
@@ -69,13 +73,24 @@ class _WaitReasons:
         ctx = self.ctx
         shape = ctx.shapes[wid]
         hosts = ctx.hosts
-        if not shape.types[hosts.type_of].any():
-            return Reason.GPU_TYPE  # no host of that type at all
-        if not (shape.types[hosts.type_of] & hosts.ready).any():
-            return Reason.NO_ROOM  # hosts of that type exist, none is ready
+        if id(shape) not in self.typed:
+            typed = shape.types[hosts.type_of]
+            self.typed[id(shape)] = (
+                Reason.GPU_TYPE  # no host of that type at all
+                if not typed.any()
+                else Reason.NO_ROOM  # hosts of that type exist, none is ready
+                if not (typed & hosts.ready).any()
+                else None
+            )
+        untyped = self.typed[id(shape)]
+        if untyped is not None:
+            return untyped
         if wid not in ctx.placeable:
-            empty = np.where(hosts.ready, hosts.cap, 0)
-            return Reason.TOPOLOGY if self._fits(shape, True, empty) else Reason.TOO_LARGE
+            if id(shape) not in self.never:
+                empty = np.where(hosts.ready, hosts.cap, 0)
+                loose = self._fits(shape, True, empty)
+                self.never[id(shape)] = Reason.TOPOLOGY if loose else Reason.TOO_LARGE
+            return self.never[id(shape)]
         own = ctx.unreserved_shapes.get(wid)
         if own is not None and self._fits_but_for_reservations(own):
             return Reason.RESERVED
