@@ -49,13 +49,16 @@ class Reason(StrEnum):
     RESERVED = "reserved"  # the room that fits it is held back for a blocked gang (round.md 8)
 
 
+_NO_HOSTS: Mapping[HostName, int] = MappingProxyType({})  # read-only: one for every decision
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     workload: WorkloadId
     action: Action
     occupancy: Occupancy
     reason: Reason
-    hosts: Mapping[HostName, int] = field(default_factory=lambda: MappingProxyType({}))
+    hosts: Mapping[HostName, int] = field(default_factory=lambda: _NO_HOSTS)
     protected_until: datetime | None = None
 
     def __post_init__(self) -> None:

@@ -29,7 +29,8 @@ class Standing(NamedTuple):
     """What the contract says about one workload this round, before any solver runs.
 
     A named tuple (immutable, built in a fraction of a frozen dataclass's time: a round builds
-    one per workload), made by `_made`, which derives the last two fields."""
+    one per workload), made only by `_made`, which derives the last three fields (so no
+    `_replace`: it would leave them stale)."""
 
     workload: Workload
     funded: bool

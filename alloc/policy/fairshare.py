@@ -210,16 +210,22 @@ def fair_share(
             held[leaf] += w.gpus
     entitlement = {p: int(round(g)) for p, g in entitled_gpus.items()}
 
+    by_budget: dict[BudgetPath | None, tuple[float, ...]] = {}  # a leaf's ratios, once
+
+    def unallocated_key(w: Workload) -> tuple[object, ...]:
+        ratios_of = by_budget.get(w.budget)
+        if ratios_of is None:
+            funded = is_funded(snapshot, w)
+            ratios_of = by_budget[w.budget] = _path_ratios(ratios, w) if funded else (math.inf,)
+        return (ratios_of, *leaf_order_key(w))
+
     unallocated = sorted(
         (
             s.workload
             for s in standings.values()
             if s.occupancy is Occupancy.UNALLOCATED and s.forced is None
         ),
-        key=lambda w: (
-            _path_ratios(ratios, w) if is_funded(snapshot, w) else (math.inf,),
-            *leaf_order_key(w),
-        ),
+        key=unallocated_key,
     )
     return FairShare(
         capacity_gpu_hours=snapshot.window_capacity_gpu_hours,

@@ -74,10 +74,13 @@ def nothing_to_decide(world: World) -> bool:
         if np.any(t.maintenance & (used > 0)):
             return False
     free = np.where(ready, cap - used, 0)
+    # The room below (free plus displaceable GPUs) is at least the free GPUs on every host, so
+    # a job that fits the free GPUs fits it too: no need to sum it (after an arrival, the
+    # most common case).
     if _some_fits(world, t, free):
-        return False  # on free GPUs alone (after an arrival, most often): no need for more
+        return False
     room = np.zeros(len(t.names), np.int64)  # displaceable GPUs
-    if world.trouble == 0:  # every host ready: sum the unprotected work's GPUs at once
+    if world.trouble == 0:  # every host of the cluster is ready: sum the GPUs at once
         at: list[int] = []
         gpus: list[int] = []
         for sj in world.running.values():

@@ -15,7 +15,10 @@ import numpy as np
 from alloc.domain import WorkloadId
 from alloc.solve.problem import HostArrays
 
-Placement = dict[int, int]  # host index -> GPUs
+# Host index -> GPUs. Never changed once made: a load keeps the placements it is given (the
+# round's running placements are shared by every load built from its context) and hands them
+# back on release; a new placement is a new dict.
+Placement = dict[int, int]
 
 
 class Load:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
@@ -31,6 +31,11 @@ class HostArrays:
     rack_of: np.ndarray  # index of the host's rack (racks of one name in two blocks differ)
     kind_of: np.ndarray  # index into `kinds`
     kinds: tuple[tuple[int, int], ...]  # (GPU type index, capacity): hosts a gang may mix
+    # `shapes_of`'s memo: (gpus, GPU type, topology) -> Shape on these hosts (a Shape is never
+    # changed once made, and these arrays live as long as their cluster: see `host_arrays`)
+    shapes: dict[tuple[int, str | None, Topology], Shape] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def count(self) -> int:
@@ -116,7 +121,7 @@ def shape_of(w: Workload, hosts: HostArrays) -> Shape:
 
 def shapes_of(workloads: Iterable[Workload], hosts: HostArrays) -> dict[WorkloadId, Shape]:
     """Shapes of many workloads; workloads that ask for the same thing share one Shape."""
-    cache: dict[tuple[int, str | None, Topology], Shape] = {}
+    cache = hosts.shapes
     out = {}
     for w in workloads:
         key = (w.gpus, w.gpu_type, w.topology)

@@ -64,7 +64,7 @@ def validate(
         s = st[w.id]
         if not (  # running work kept as it runs (most decisions): every check below holds
             d.action is Action.KEEP
-            and w.running
+            and w.started is not None  # running
             and s.forced is not Action.PREEMPT
             and d.occupancy is s.occupancy
             and d.hosts is w.hosts
@@ -72,9 +72,9 @@ def validate(
             and (
                 d.protected_until is None
                 if s.occupancy is Occupancy.UNALLOCATED
-                else s.funded
-                and s.protected_until is not None
-                and d.protected_until == s.protected_until
+                else s.funded  # protected until its own start plus its minimum runtime:
+                and d.protected_until is not None  # recomputed, not read from the standing
+                and d.protected_until == w.started + timedelta(seconds=w.min_runtime_s)
             )
         ):
             problems += _decision_problems(snapshot, hosts, w, d, s, max_rt)
