@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -93,6 +94,13 @@ def occupancy_of(snapshot: Snapshot, workload: Workload) -> Occupancy:
     return Occupancy.UNALLOCATED
 
 
+@lru_cache(maxsize=4096)
+def _seconds(seconds: float) -> timedelta:
+    """A minimum runtime as a timedelta, made once per value (a round asks for hundreds, a
+    trace has few distinct ones)."""
+    return timedelta(seconds=seconds)
+
+
 def standing(snapshot: Snapshot, workload: Workload) -> Standing:
     return _standing(snapshot, workload, snapshot.cluster.by_name)
 
@@ -110,7 +118,7 @@ def _standing(
     assert workload.started is not None
     protected_until = None
     if allocated:
-        protected_until = workload.started + timedelta(seconds=workload.min_runtime_s)
+        protected_until = workload.started + _seconds(workload.min_runtime_s)
         if by_name is None and snapshot.now < protected_until:
             return _made(workload, True, occupancy, protected_until, Action.KEEP, Reason.PROTECTED)
     states = {by_name[h].state for h in workload.hosts} if by_name is not None else None

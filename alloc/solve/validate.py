@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from datetime import timedelta
+from functools import lru_cache
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def validate(
                 if s.occupancy is Occupancy.UNALLOCATED
                 else s.funded  # protected until its own start plus its minimum runtime:
                 and d.protected_until is not None  # recomputed, not read from the standing
-                and d.protected_until == w.started + timedelta(seconds=w.min_runtime_s)
+                and d.protected_until == w.started + _minimum(w.min_runtime_s)
             )
         ):
             problems += _decision_problems(snapshot, hosts, w, d, s, max_rt)
@@ -105,6 +106,12 @@ def validate(
     problems += _priority_order(snapshot, hosts, rest, used, reserved)
     problems += _drains(snapshot, hosts, plan, used)
     return problems
+
+
+@lru_cache(maxsize=4096)
+def _minimum(seconds: float) -> timedelta:
+    """A minimum runtime as a timedelta, made once per value (a trace has few)."""
+    return timedelta(seconds=seconds)
 
 
 def _decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str]:  # type: ignore[no-untyped-def]
