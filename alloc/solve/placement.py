@@ -81,12 +81,20 @@ def _whole_hosts(
 
 
 def place_on(shape: Shape, load: Load) -> Placement | None:
-    """`place` on the load's free GPUs, rejecting in O(1) what surely cannot fit."""
-    if shape.single and not load.may_fit_single(shape.gpus, shape.types):
+    """`place` on the load's free GPUs, rejecting in O(1) what surely cannot fit, and at once
+    what failed at the load's current version (a queue holds many workloads of one shape)."""
+    key = ("free GPUs", id(shape))  # greedy.find_place keys (id, tier): no clash
+    if load.failed.get(key) == load.version:
         return None
-    if not shape.single and not load.may_fit_whole(shape.gpus, shape.types):
-        return None
-    return place(shape, load.free(), load.hosts)
+    may_fit = (
+        load.may_fit_single(shape.gpus, shape.types)
+        if shape.single
+        else load.may_fit_whole(shape.gpus, shape.types)
+    )
+    found = place(shape, load.free(), load.hosts) if may_fit else None
+    if found is None:
+        load.failed[key] = load.version
+    return found
 
 
 @dataclass(frozen=True, slots=True)
