@@ -91,17 +91,19 @@ def round_context(snapshot: Snapshot) -> RoundContext:
     # is both; each queued shape is placed once.
     placeable: set[WorkloadId] = set()
     startable: set[WorkloadId] = set()
-    fits_empty: dict[int, bool] = {}
+    fits_empty = hosts.fits_empty  # memoised with the shapes: the empty cluster is fixed
     fits_now: dict[int, bool] = {}  # a reservation restricts a shape: it may fit less now
     for wid, shape in shapes.items():
-        if st[wid].optional_running:
+        s = st[wid]
+        if s.optional_running:
             placeable.add(wid)
             startable.add(wid)
             continue
-        mine = own[wid]
-        ever = fits_empty.get(id(mine))
+        asked = s.workload
+        request = (asked.gpus, asked.gpu_type, asked.topology)
+        ever = fits_empty.get(request)
         if ever is None:
-            ever = fits_empty[id(mine)] = place(mine, empty, hosts) is not None
+            ever = fits_empty[request] = place(own[wid], empty, hosts) is not None
         if not ever:
             continue
         placeable.add(wid)

@@ -36,6 +36,10 @@ class HostArrays:
     shapes: dict[tuple[int, str | None, Topology], Shape] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # The same requests: whether they fit these hosts empty (every ready GPU free).
+    fits_empty: dict[tuple[int, str | None, Topology], bool] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def count(self) -> int:
