@@ -95,7 +95,7 @@ def occupancy_of(snapshot: Snapshot, workload: Workload) -> Occupancy:
 
 
 @lru_cache(maxsize=4096)
-def _seconds(seconds: float) -> timedelta:
+def runtime_delta(seconds: float) -> timedelta:
     """A minimum runtime as a timedelta, made once per value (a round asks for hundreds, a
     trace has few distinct ones)."""
     return timedelta(seconds=seconds)
@@ -109,8 +109,7 @@ def _standing(
     snapshot: Snapshot, workload: Workload, by_name: Mapping[HostName, Host] | None
 ) -> Standing:
     """`by_name`: the hosts, or None when every host is ready (nothing to look up)."""
-    budget = workload.budget
-    funded = budget is not None and budget != "" and snapshot.budgets.effective[budget] > 0
+    funded = funded_in(snapshot.budgets, workload)
     allocated = funded and workload.min_runtime_s > 0  # allocated_in, without asking twice
     occupancy = Occupancy.ALLOCATED if allocated else Occupancy.UNALLOCATED
     if not workload.running:
@@ -118,7 +117,7 @@ def _standing(
     assert workload.started is not None
     protected_until = None
     if allocated:
-        protected_until = workload.started + _seconds(workload.min_runtime_s)
+        protected_until = workload.started + runtime_delta(workload.min_runtime_s)
         if by_name is None and snapshot.now < protected_until:
             return _made(workload, True, occupancy, protected_until, Action.KEEP, Reason.PROTECTED)
     states = {by_name[h].state for h in workload.hosts} if by_name is not None else None

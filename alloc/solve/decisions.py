@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import numpy as np
 
 from alloc.domain import Action, Decision, HostName, Occupancy, Reason, WorkloadId
+from alloc.policy.contract import runtime_delta
 from alloc.policy.weights import Tier
 from alloc.solve.context import RoundContext
 from alloc.solve.load import Load
@@ -44,9 +43,8 @@ class _WaitReasons:
         self.ctx = ctx
         self.load = load
         self.fits: dict[tuple[int, bool], bool] = {}
-        self.typed: dict[
-            int, Reason | None
-        ] = {}  # per shape: no host, or no ready host, of its type
+        # Per shape: no host, or no ready host, of its GPU type (None: there are some).
+        self.typed: dict[int, Reason | None] = {}
         self.never: dict[int, Reason] = {}  # per shape: why it fits no empty ready cluster
 
     def _fits(self, shape: Shape, loose: bool, free: np.ndarray | None = None) -> bool:
@@ -129,7 +127,7 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
             else:
                 action = Action.START
                 placement = {names[h]: g for h, g in sorted(held[wid].items())}
-                until = now + timedelta(seconds=w.min_runtime_s) if allocated else None
+                until = now + runtime_delta(w.min_runtime_s) if allocated else None
             reason = _holding_reason(ctx, wid)
             out.append(Decision(wid, action, s.occupancy, reason, placement, until))
         elif w.running:

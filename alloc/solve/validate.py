@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from datetime import timedelta
-from functools import lru_cache
 
 import numpy as np
 
@@ -25,7 +23,7 @@ from alloc.domain import (
     Workload,
     WorkloadId,
 )
-from alloc.policy.contract import Standing, standings
+from alloc.policy.contract import Standing, runtime_delta, standings
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
 from alloc.solve.reserve import Held, off_reserved, reservations
@@ -75,15 +73,13 @@ def validate(
                 if s.occupancy is Occupancy.UNALLOCATED
                 else s.funded  # protected until its own start plus its minimum runtime:
                 and d.protected_until is not None  # recomputed, not read from the standing
-                and d.protected_until == w.started + _minimum(w.min_runtime_s)
+                and d.protected_until == w.started + runtime_delta(w.min_runtime_s)
             )
         ):
             problems += _decision_problems(snapshot, hosts, w, d, s, max_rt)
-        if d.action is Action.KEEP and d.occupancy is Occupancy.ALLOCATED:
-            pass  # most decisions: read below only through `used`
-        else:
-            rest.append(d)
-        if d.action is Action.KEEP or d.action is Action.START:  # holds_gpus
+        if d.action is not Action.KEEP or d.occupancy is not Occupancy.ALLOCATED:
+            rest.append(d)  # allocated work kept (most decisions) counts below only in `used`
+        if d.action.holds_gpus:
             for h, g in d.hosts.items():
                 at_host = index.get(h)
                 if at_host is not None:
@@ -106,12 +102,6 @@ def validate(
     problems += _priority_order(snapshot, hosts, rest, used, reserved)
     problems += _drains(snapshot, hosts, plan, used)
     return problems
-
-
-@lru_cache(maxsize=4096)
-def _minimum(seconds: float) -> timedelta:
-    """A minimum runtime as a timedelta, made once per value (a trace has few)."""
-    return timedelta(seconds=seconds)
 
 
 def _decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str]:  # type: ignore[no-untyped-def]
@@ -145,7 +135,7 @@ def _decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str]:  # type: 
     if keep or action is Action.START:
         if occupancy is Occupancy.ALLOCATED:
             start = w.started if w.running else snapshot.now
-            want = start + timedelta(seconds=w.min_runtime_s)
+            want = start + runtime_delta(w.min_runtime_s)
             if until != want:
                 out.append(f"{name}: protected_until {until}, expected {want}")
         if action is Action.START:
@@ -229,7 +219,7 @@ def _unallocated_yields(snapshot, hosts, rest, used, st, reserved) -> list[str]:
         if d.occupancy is Occupancy.ALLOCATED:
             if action is Action.WAIT or action is Action.PREEMPT:
                 asked.append(d)
-        elif action is Action.KEEP or action is Action.START:
+        elif action.holds_gpus:
             for h, g in d.hosts.items():
                 at.append(index[h])
                 gpus.append(g)
