@@ -14,7 +14,14 @@ from alloc.policy.fairshare import FairShare, fair_share
 from alloc.policy.weights import Tier, Weights, weights
 from alloc.solve.load import Load
 from alloc.solve.placement import place
-from alloc.solve.problem import HostArrays, Shape, host_arrays, running_use, shapes_of
+from alloc.solve.problem import (
+    HostArrays,
+    Shape,
+    host_arrays,
+    request_of,
+    running_use,
+    shapes_of,
+)
 from alloc.solve.reserve import Held, off_reserved, reservations, reserved_mask
 
 
@@ -99,8 +106,7 @@ def round_context(snapshot: Snapshot) -> RoundContext:
             placeable.add(wid)
             startable.add(wid)
             continue
-        asked = s.workload
-        request = (asked.gpus, asked.gpu_type, asked.topology)
+        request = request_of(s.workload)
         ever = fits_empty.get(request)
         if ever is None:
             ever = fits_empty[request] = place(own[wid], empty, hosts) is not None

@@ -15,6 +15,8 @@ import numpy as np
 from alloc.domain import Cluster, HostName, Snapshot, Topology, Workload, WorkloadId
 from alloc.policy.contract import Standing
 
+Request = tuple[int, str | None, Topology]  # gpus, GPU type, topology: what fixes a shape
+
 
 @dataclass(frozen=True, slots=True)
 class HostArrays:
@@ -33,13 +35,9 @@ class HostArrays:
     kinds: tuple[tuple[int, int], ...]  # (GPU type index, capacity): hosts a gang may mix
     # `shapes_of`'s memo: (gpus, GPU type, topology) -> Shape on these hosts (a Shape is never
     # changed once made, and these arrays live as long as their cluster: see `host_arrays`)
-    shapes: dict[tuple[int, str | None, Topology], Shape] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    shapes: dict[Request, Shape] = field(default_factory=dict, compare=False, repr=False)
     # The same requests: whether they fit these hosts empty (every ready GPU free).
-    fits_empty: dict[tuple[int, str | None, Topology], bool] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    fits_empty: dict[Request, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def count(self) -> int:
@@ -123,12 +121,17 @@ def shape_of(w: Workload, hosts: HostArrays) -> Shape:
     return Shape(w.gpus, types, allowed, single, not single and w.topology is Topology.BLOCK)
 
 
+def request_of(w: Workload) -> Request:
+    """What a workload asks for, as far as its shape goes: the key of the host arrays' memos."""
+    return (w.gpus, w.gpu_type, w.topology)
+
+
 def shapes_of(workloads: Iterable[Workload], hosts: HostArrays) -> dict[WorkloadId, Shape]:
     """Shapes of many workloads; workloads that ask for the same thing share one Shape."""
     cache = hosts.shapes
     out = {}
     for w in workloads:
-        key = (w.gpus, w.gpu_type, w.topology)
+        key = request_of(w)
         if key not in cache:
             cache[key] = shape_of(w, hosts)
         out[w.id] = cache[key]
