@@ -38,6 +38,7 @@ class RoundOptions:
 class RoundResult:
     plan: Plan
     context: RoundContext  # what the round saw: fair share, tiers, host arrays (for reports)
+    load: Load  # who holds which GPUs once the plan is carried out (the plan's own assignment)
 
 
 def run_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Plan:
@@ -64,6 +65,7 @@ def solve_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Roun
     def plan_of(load: Load, report: SolverReport) -> Plan:
         return _plan(ctx, load, report, greedy_seconds, time.perf_counter() - started)
 
+    final = warm
     if solver == "greedy":
         plan = plan_of(warm, greedy_report(""))
     else:
@@ -75,15 +77,16 @@ def solve_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Roun
         if outcome.load is None:
             plan = plan_of(warm, greedy_report(outcome.note or "greedy answered"))
         else:
+            final = outcome.load
             plan = plan_of(outcome.load, _milp_report(outcome))
     problems = validate(snapshot, plan, ctx.standings, ctx.hosts, ctx.reservations)
     if problems and plan.report.solver == "milp":
         note = f"MILP plan failed validation ({problems[0]}); greedy answered"
-        plan = plan_of(warm, greedy_report(note))
+        plan, final = plan_of(warm, greedy_report(note)), warm
         problems = validate(snapshot, plan, ctx.standings, ctx.hosts, ctx.reservations)
     if problems:
         raise InvalidPlanError(problems)
-    return RoundResult(plan, ctx)
+    return RoundResult(plan, ctx, final)
 
 
 def _milp_report(outcome: Outcome) -> SolverReport:

@@ -79,6 +79,8 @@ def simulate(
     # skipped only for policies that never preempt without starting something.
     config.setdefault("keeps_contract", policy in KEEPS_CONTRACT)
     config.setdefault("skip_quiet_rounds", policy in KEEPS_CONTRACT or policy == "fifo")
+    # Every event pass's whole plan is validated from scratch too (SPEC's invariants).
+    config.setdefault("validate_passes", True)
     sim = Simulation(
         snapshot, jobs, planner(policy, options), SimConfig(days=days, **config), MemoryStore()
     )
@@ -251,14 +253,21 @@ def test_preempted_work_keeps_its_progress_up_to_its_last_checkpoint(
 
 
 @pytest.mark.parametrize("policy", CONTRACT)
-def test_preempted_work_that_fits_elsewhere_restarts_at_the_next_allowed_round(policy):
+@pytest.mark.parametrize(
+    ("rounds", "rebalanced_at"), [("events", 1200.0), ("full", 1000.0)], ids=["events", "full"]
+)
+def test_preempted_work_that_fits_elsewhere_restarts_at_the_next_allowed_round(
+    policy, rounds, rebalanced_at
+):
     # Three hosts (24 GPUs; teams a and b are owed 12 each). Team b runs v and w (4 GPUs each,
     # past their 1-minute protection) on one host, z (8 GPUs) and y (4 GPUs), both protected
     # 4 h, on the others: 4 GPUs are free. At 1000 s team a's two 8-GPU runs arrive: a is
     # owed 12, b's 12 are z and y, so v and w are beyond b's entitlement and make room for a's
-    # first run (no host has 8 free). Requeued, each fits the 4 free GPUs (a's second run
-    # cannot use them): like an arrival, that calls for a round at 1010 s (the minimum gap),
-    # where one restarts, instead of waiting for the periodic round at 1200 s.
+    # first run (no host has 8 free). An event pass never rebalances: a waits for the next
+    # full round, the periodic one at 1200 s (with a full round on every event: at once, at
+    # 1000 s). Requeued, v and w each fit the 4 free GPUs (a's second run cannot use them):
+    # like an arrival, that calls for a pass 10 s later (the minimum gap), where one restarts,
+    # instead of waiting for the next periodic round.
     jobs = [
         job("v", "b", 4, 0.0, 10 * HOUR, 60.0),
         job("w", "b", 4, 0.0, 10 * HOUR, 60.0),
@@ -267,11 +276,12 @@ def test_preempted_work_that_fits_elsewhere_restarts_at_the_next_allowed_round(p
         job("a", "a", 8, 1000.0, 10 * HOUR, HOUR),
         job("a2", "a", 8, 1000.0, 10 * HOUR, HOUR),
     ]
-    result = simulate(lab(3), jobs, policy, days=0.5)
-    assert times(result, "a")[0] == 1000.0
-    assert {p.workload for p in result.recorder.preemptions if p.t_s == 1000.0} == {"v", "w"}
+    result = simulate(lab(3), jobs, policy, days=0.5, rounds=rounds, validate_passes=True)
+    assert times(result, "a")[0] == rebalanced_at
+    preempted = {p.workload for p in result.recorder.preemptions if p.t_s == rebalanced_at}
+    assert preempted == {"v", "w"}
     restarts = sorted(result.world.jobs[WorkloadId(j)].seg_start_s for j in ("v", "w"))
-    assert restarts[0] == 1010.0
+    assert restarts[0] == rebalanced_at + 10.0
     assert result.violations == 0
 
 
@@ -385,7 +395,9 @@ def test_arrivals_within_the_minimum_round_gap_share_one_round():
     jobs = [job(f"j{i}", "a", 1, float(i), 10 * HOUR, 600.0) for i in range(1, 9)]
     result = simulate(lab(), jobs, days=0.01, round_interval_s=HOUR, skip_quiet_rounds=False)
     assert [(r.t_s, r.starts) for r in result.recorder.rounds] == [(0.0, 0), (10.0, 8)]
-    assert result.rounds == 2
+    # The periodic round is a full round; the arrivals call for an event pass.
+    assert [r.kind for r in result.recorder.rounds] == ["full", "event"]
+    assert (result.rounds, result.passes) == (1, 1)
 
 
 def test_an_arrival_after_the_gap_has_a_round_at_once():

@@ -18,6 +18,7 @@ from alloc.cli.common import check_writable, guarded, write_atomically
 from alloc.cli.render import print_comparison, print_summary
 from alloc.io import InputError, dump_instance
 from alloc.io.durations import parse_duration
+from alloc.rounds import ROUND_KINDS
 from alloc.sim.policies import REGISTRY
 from alloc.sim.run import RunSpec, load_inputs, run
 
@@ -127,8 +128,17 @@ def sim_options(
     ledger: str,
     start: str | None,
     legacy: tuple[float, float],
+    rounds: str = "events",
+    validate_passes: bool = False,
 ) -> dict[str, Any]:
     """The run options shared by simulate and whatif, checked; `legacy`: (top, cap)."""
+    if rounds not in ROUND_KINDS:
+        raise InputError(
+            "--rounds",
+            "",
+            f"expected events (event passes between full rounds) or full (a full round on "
+            f"every event), got {rounds!r}",
+        )
     interval = _duration("--round-interval", round_interval)
     if not interval:
         raise InputError("--round-interval", "", "the periodic round needs an interval above 0")
@@ -154,6 +164,8 @@ def sim_options(
         "start_s": _duration("--start", start) or 0.0,
         "legacy_top": legacy[0],
         "legacy_cap": legacy[1],
+        "rounds": rounds,
+        "validate_passes": validate_passes,
     }
 
 
@@ -200,6 +212,21 @@ MtbfOpt = Annotated[
 ]
 RepairOpt = Annotated[str, typer.Option(help="Repair time of a drained host.")]
 HostEventsOpt = Annotated[Path | None, typer.Option(help="CSV time,host,state.")]
+RoundsOpt = Annotated[
+    str,
+    typer.Option(
+        help="events: a full round every --round-interval and when a host changes, event "
+        "passes on arrivals, completions and requeues between them; full: a full round on "
+        "every event (slower; the model before event passes)."
+    ),
+]
+ValidatePassesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--validate-passes",
+        help="Also validate the whole plan of every event pass from scratch (slower).",
+    ),
+]
 LegacyCapOpt = Annotated[
     float,
     typer.Option(
@@ -231,13 +258,22 @@ def simulate(
     ledger: Annotated[str, typer.Option(help="SQLite file for the ledger.")] = ":memory:",
     legacy_top: LegacyTopOpt = 0.8,
     legacy_cap: LegacyCapOpt = 1.0,
+    rounds: RoundsOpt = "events",
+    validate_passes: ValidatePassesOpt = False,
 ) -> None:
     """Simulate a lab over time: same round function, simulated clock and executor."""
 
     def act() -> None:
         check_writable("--out", out, folder=True)
         common = (round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit)
-        options = sim_options(*common, ledger=ledger, start=start, legacy=(legacy_top, legacy_cap))
+        options = sim_options(
+            *common,
+            ledger=ledger,
+            start=start,
+            legacy=(legacy_top, legacy_cap),
+            rounds=rounds,
+            validate_passes=validate_passes,
+        )
         base = base_spec(lab, trace, synthetic, days, seed, options)
         chosen = _policy(policy) if policy is not None else base.policy
         spec = replace(base, policy=chosen, out=str(out), label=chosen)
@@ -287,6 +323,8 @@ def whatif(
     time_limit: Annotated[str | None, typer.Option(help="MILP limit per round.")] = None,
     legacy_top: LegacyTopOpt = 0.8,
     legacy_cap: LegacyCapOpt = 1.0,
+    rounds: RoundsOpt = "events",
+    validate_passes: ValidatePassesOpt = False,
 ) -> None:
     """Replay one trace under several budget trees and/or policies, side by side (every run
     meets the same host failures: the failure model is seeded)."""
@@ -300,7 +338,14 @@ def whatif(
         check_writable("--out", out, folder=True)
         common = (round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit)
         legacy = (legacy_top, legacy_cap)
-        options = sim_options(*common, ledger=":memory:", start=start, legacy=legacy)
+        options = sim_options(
+            *common,
+            ledger=":memory:",
+            start=start,
+            legacy=legacy,
+            rounds=rounds,
+            validate_passes=validate_passes,
+        )
         base = base_spec(lab, trace, synthetic, days, seed, options)
         names = [_policy(p.strip(), "--policies") for p in policies.split(",") if p.strip()]
         if not names:

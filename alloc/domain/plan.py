@@ -99,6 +99,9 @@ class Plan:
     drained_hosts: tuple[HostName, ...] = ()
     metrics: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     reservations: tuple[Reservation, ...] = ()
+    # Which kind of round decided it (models/round.md 9): "full", or "event" for an event pass
+    # (whose own decisions name only what it changes; a plan shown or written is always whole).
+    kind: str = "full"
     by_workload: Mapping[WorkloadId, Decision] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -28,6 +28,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     r = plan.report
     return {
         "now": format_time(plan.now),
+        "round": plan.kind,
         "solver": r.solver,
         "status": r.status,
         "objective": round(r.objective, 6),
@@ -85,6 +86,7 @@ class _ReservationIn(BaseModel):
 class _PlanIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
     now: Time
+    round: Literal["full", "event"] = "full"
     solver: str = "unknown"
     status: str = "unknown"
     objective: float = 0.0
@@ -131,4 +133,4 @@ def load_plan(path: str | Path) -> Plan:
         for r in raw.reservations
     )
     drained = tuple(HostName(h) for h in raw.drained_hosts)
-    return Plan(raw.now, report, decisions, drained, metrics, reservations)
+    return Plan(raw.now, report, decisions, drained, metrics, reservations, raw.round)

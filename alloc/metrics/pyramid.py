@@ -183,7 +183,9 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         "policy": policy,
         "seed": seed,
         "days": result.config.days,
-        "rounds": result.rounds,
+        "rounds": result.rounds,  # full rounds run
+        "event_passes": result.passes,
+        "round_model": result.config.rounds,
         "skipped_rounds": result.skipped_rounds,
         "wall_seconds": round(result.wall_seconds, 3),
         "availability": round(_ratio(ready, r.installed.total()), 6),

@@ -74,6 +74,9 @@ class FairShare:
     entitlement_gpus: Mapping[BudgetPath, int]  # protected + entitled GPUs per node
     grant_ratios: Mapping[WorkloadId, tuple[float, ...]]  # projected ratios along the path at grant
     unallocated_order: tuple[WorkloadId, ...]
+    # Per node (subtree totals): GPUs of protected work plus those of the ordered candidates,
+    # i.e. what the projection has charged once the whole order is granted.
+    demand_gpus: Mapping[BudgetPath, float]
 
 
 def window_ratios(snapshot: Snapshot) -> tuple[dict[BudgetPath, float], dict[BudgetPath, float]]:
@@ -237,6 +240,7 @@ def fair_share(
         entitlement_gpus=MappingProxyType(entitlement),
         grant_ratios=MappingProxyType(grant_ratios),
         unallocated_order=tuple(w.id for w in unallocated),
+        demand_gpus=MappingProxyType(demand),
     )
 
 

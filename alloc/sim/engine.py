@@ -1,7 +1,14 @@
 """The event loop. It jumps from event to event (arrivals, completions, ends of protection, host
-changes, periodic rounds), runs a round whenever an event may change the plan (coalesced: at
-most one round per `min_round_gap_s`), and applies each plan through the executor. Everything
-is a pure function of the lab, the trace, the configuration and the seed.
+changes, periodic rounds) and applies each plan through the executor. Everything is a pure
+function of the lab, the trace, the configuration and the seed.
+
+Two kinds of rounds, as the controller runs them (models/round.md 9, `alloc.rounds`): a full
+round on the clock (`round_interval_s`) and when a host changes state, and an event pass on
+arrivals, completions and requeues; both are coalesced (at most one per `min_round_gap_s`, a
+full round taking the place of a pass that is due with it). The end of a protection calls no
+round unless its host is draining: the next full round rebalances. `rounds="full"` runs a
+full round on every event instead (the model before event passes, kept to compare with), and
+policies without event passes (the baselines) always do.
 """
 
 from __future__ import annotations
@@ -13,10 +20,11 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from alloc.adapters.sim import SimExecutor
-from alloc.domain import Action, HostName, HostState, Snapshot, TraceJob, WorkloadId
+from alloc.domain import Action, HostName, HostState, Plan, Snapshot, TraceJob, WorkloadId
 from alloc.ledger import Ledger, LedgerStore, SQLiteStore
+from alloc.rounds import ROUND_KINDS, Rounds
 from alloc.sim.hosts import FailureModel, HostEvent
-from alloc.sim.policies import Planner
+from alloc.sim.policies import Planner, RoundPlanner
 from alloc.sim.quiet import (
     could_take_place,
     nothing_to_decide,
@@ -26,6 +34,13 @@ from alloc.sim.quiet import (
 from alloc.sim.recorder import Rates, Recorder, RoundRecord
 from alloc.sim.world import World
 from alloc.solve.validate import validate
+
+
+class Need(IntEnum):
+    """What an event calls for."""
+
+    PASS = 0  # an event pass (a full round when the policy has no passes)
+    FULL = 1
 
 
 class Kind(IntEnum):
@@ -54,6 +69,14 @@ class SimConfig:
     # and raises); the baselines' plans are checked here and their violations counted.
     keeps_contract: bool = True
     skip_quiet_rounds: bool = False  # sound for policies that never preempt without a start
+    rounds: str = "events"  # events: event passes between full rounds | full: full rounds only
+    validate_passes: bool = False  # also validate every pass's whole plan from scratch
+
+    def __post_init__(self) -> None:
+        if self.rounds not in ROUND_KINDS:
+            raise ValueError(
+                f"rounds: expected one of {', '.join(ROUND_KINDS)}, got {self.rounds!r}"
+            )
 
 
 @dataclass
@@ -62,7 +85,8 @@ class SimResult:
     config: SimConfig
     world: World
     recorder: Recorder
-    rounds: int = 0
+    rounds: int = 0  # full rounds run
+    passes: int = 0  # event passes run
     skipped_rounds: int = 0
     violations: int = 0
     wall_seconds: float = 0.0
@@ -101,7 +125,11 @@ class Simulation:
         self.events: list[tuple[float, int, int, object]] = []
         self._seq = 0
         self.last_round_s = float("-inf")
-        self.round_pending = False
+        self.round_pending = False  # a coalesced round is scheduled ...
+        self.full_pending = False  # ... and it is a full round
+        self.rounds: Rounds | None = None
+        if self.config.rounds == "events" and isinstance(planner, RoundPlanner):
+            self.rounds = planner.rounds(self.config.validate_passes)
         self.failure_rng = self.config.failures.rng() if self.config.failures else None
 
     def push(self, t: float, kind: Kind, payload: object = None) -> None:
@@ -133,24 +161,33 @@ class Simulation:
         while self.events and self.events[0][0] <= horizon:
             t = self.events[0][0]
             self.world.advance(t)
-            round_now = need_round = False
+            round_now = full_now = need_round = False
             while self.events and self.events[0][0] == t:
                 _, kind, _, payload = heapq.heappop(self.events)
                 if kind == Kind.PERIODIC:
-                    round_now = True
+                    round_now = full_now = True
                     self.push(t + self.config.round_interval_s, Kind.PERIODIC)
                 elif kind == Kind.ROUND:
                     round_now, self.round_pending = True, False
+                    full_now |= self.full_pending
+                    self.full_pending = False
                 else:
-                    need_round |= self._handle(t, Kind(kind), payload)
+                    need = self._handle(t, Kind(kind), payload)
+                    need_round |= need is not None
+                    full_now |= need is Need.FULL
             if need_round and not round_now:
                 if t - self.last_round_s >= self.config.min_round_gap_s:
                     round_now = True
-                elif not self.round_pending:
-                    self.round_pending = True
-                    self.push(self.last_round_s + self.config.min_round_gap_s, Kind.ROUND)
+                else:
+                    self.full_pending |= full_now
+                    full_now = False
+                    if not self.round_pending:
+                        self.round_pending = True
+                        self.push(self.last_round_s + self.config.min_round_gap_s, Kind.ROUND)
             if round_now:
-                self._round(t, result)
+                full_now |= self.full_pending  # a full round due later goes now instead
+                self.full_pending = False
+                self._round(t, result, full_now or self.rounds is None)
             if progress:
                 progress(t)
         self.world.advance(horizon)
@@ -158,39 +195,45 @@ class Simulation:
         result.wall_seconds = time.perf_counter() - started
         return result
 
-    def _handle(self, t: float, kind: Kind, payload: object) -> bool:
-        """Apply one event to the world; True if a round may now decide differently."""
+    def _handle(self, t: float, kind: Kind, payload: object) -> Need | None:
+        """Apply one event to the world; what kind of round it calls for, if any."""
         world = self.world
         if kind is Kind.ARRIVE:
             job_id = WorkloadId(str(payload))
             world.arrive(job_id)
             # Unallocated work only takes free GPUs: no room, no round.
             charged = world.charged(world.jobs[job_id].job)
-            return charged or waiting_fits_free(world, frozenset(), (job_id,))
+            if charged or waiting_fits_free(world, frozenset(), (job_id,)):
+                return Need.PASS
+            return None
         if kind in (Kind.COMPLETE, Kind.PROTECTION_END):
             assert isinstance(payload, tuple)
             job_id, version = payload
             sj = world.running.get(job_id)
             if sj is None or sj.version != version:
-                return False  # stale: the run it belonged to is over
+                return None  # stale: the run it belonged to is over
             if kind is Kind.COMPLETE:
                 world.complete(job_id)
-                return True
-            # The end of a protection matters at once if the work must go (a draining host) or
-            # if queued allocated work could take its place; otherwise the periodic
-            # rebalancing round acts on it.
-            return on_draining_host(world, sj) or could_take_place(world, sj)
+                return Need.PASS
+            # The end of a protection matters at once if the work must go (a draining host);
+            # otherwise the next full round rebalances. Full rounds only: as before event
+            # passes, a round also when queued allocated work could take its place.
+            if on_draining_host(world, sj):
+                return Need.FULL
+            if self.rounds is None and could_take_place(world, sj):
+                return Need.FULL
+            return None
         if kind is Kind.HOST:
             assert isinstance(payload, tuple)
             host, state = payload
             world.set_host_state(host, state)
-            return True
+            return Need.FULL
         if kind is Kind.FAILURE:
             name = HostName(str(payload))
             if world.hosts[name].state is HostState.READY and name not in world.removed:
                 world.set_host_state(name, HostState.UNHEALTHY)
-                return True
-            return False
+                return Need.FULL
+            return None
         if kind is Kind.REPAIRED:
             name = HostName(str(payload))
             world.set_host_state(name, HostState.READY)
@@ -198,32 +241,68 @@ class Simulation:
                 self.push(
                     self.config.failures.next_failure_s(self.failure_rng, t), Kind.FAILURE, name
                 )
-            return True
+            return Need.FULL
         raise AssertionError(kind)
 
-    def _round(self, t: float, result: SimResult) -> None:
+    def _round(self, t: float, result: SimResult, full: bool) -> None:
         self.last_round_s = t
         rates = self.recorder.rates
-        if self.config.skip_quiet_rounds and nothing_to_decide(self.world):
+        if full and self.config.skip_quiet_rounds and nothing_to_decide(self.world):
             result.skipped_rounds += 1  # nothing can start, even on displaced work's GPUs
             rates.fits = False
         else:
-            reserved = self._plan_and_apply(t, result)
+            reserved = self._plan_and_apply(t, result, full)
             rates.fits = waiting_fits_free(self.world, reserved)
         rates.waiting = self.world.startable_queued_gpus()
 
-    def _plan_and_apply(self, t: float, result: SimResult) -> frozenset[HostName]:
-        """Plan, apply, schedule what follows; returns the hosts the plan reserved."""
+    def _plan(self, full: bool) -> tuple[Snapshot | None, Plan]:
+        """A full round (or the policy's plan) on the world's snapshot, or an event pass on
+        what changed since the last one."""
+        rounds = self.rounds
+        if rounds is not None and not full and rounds.fits(self.world.cluster()):
+            self._sync()
+            snapshot = self.executor.snapshot() if rounds.validate_whole else None
+            return snapshot, rounds.event(self.world.at(self.world.now_s), snapshot)
         snapshot = self.executor.snapshot()
+        self.world.touched.clear()  # what the snapshot shows; later changes are synced
+        if rounds is not None:
+            return snapshot, rounds.full(snapshot).plan
+        return snapshot, self.planner(snapshot)
+
+    def _sync(self) -> None:
+        """Tell the carried state what the world did since the last sync."""
+        assert self.rounds is not None
+        world = self.world
+        changed, gone = [], []
+        for wid in world.touched:
+            sj = world.jobs[wid]
+            if sj.state == "done":
+                gone.append(wid)
+            else:
+                changed.append(world.workload(sj))
+        world.touched.clear()
+        self.rounds.sync(changed, gone)
+
+    def _plan_and_apply(self, t: float, result: SimResult, full: bool) -> frozenset[HostName]:
+        """Plan, apply, schedule what follows; returns the hosts the plan reserved."""
         began = time.perf_counter()
-        plan = self.planner(snapshot)
+        snapshot, plan = self._plan(full)
         seconds = time.perf_counter() - began
-        problems = [] if self.config.keeps_contract else validate(snapshot, plan)
-        result.rounds += 1
+        problems = []
+        if not self.config.keeps_contract:
+            assert snapshot is not None
+            problems = validate(snapshot, plan)
+        if plan.kind == "event":
+            result.passes += 1
+        else:
+            result.rounds += 1
         result.violations += len(problems)
         if problems and len(result.first_violations) < 20:
-            result.first_violations.extend(f"{snapshot.now.isoformat()}: {p}" for p in problems)
+            at = self.world.at(t).isoformat()
+            result.first_violations.extend(f"{at}: {p}" for p in problems)
         report = self.executor.apply(plan)
+        if self.rounds is not None and self.rounds.ready:
+            self._sync()
         reserved = frozenset(h for r in plan.reservations for h in r.hosts)
         # Preempted work is requeued: like an arrival, it calls for a round (at the next
         # allowed time) if it fits the GPUs left free, e.g. beside the work that displaced it
@@ -246,7 +325,8 @@ class Simulation:
             if sj.allocated and sj.job.min_runtime_s > 0:
                 self.push(t + sj.job.min_runtime_s, Kind.PROTECTION_END, (r.workload, sj.version))
         for name in plan.drained_hosts:
-            self._hand_over(t, name)
+            if self._hand_over(t, name) and self.rounds is not None:
+                self._full_round_soon(t)  # the cluster changed: the carried state is stale
         self.recorder.rounds.append(
             RoundRecord(
                 t,
@@ -255,20 +335,29 @@ class Simulation:
                 len(problems),
                 starts,
                 sum(1 for r in report.results if r.ok and r.action is Action.PREEMPT),
+                plan.kind,
             )
         )
         if int(t // 3600) not in self.recorder.ratios:
             self.recorder.ratios[int(t // 3600)] = self.world.leaf_ratios()
         return reserved
 
-    def _hand_over(self, t: float, name: HostName) -> None:
-        """A drained host goes to repair (unhealthy) or leaves the cluster (retired)."""
+    def _full_round_soon(self, t: float) -> None:
+        self.full_pending = True
+        if not self.round_pending:
+            self.round_pending = True
+            self.push(t + self.config.min_round_gap_s, Kind.ROUND)
+
+    def _hand_over(self, t: float, name: HostName) -> bool:
+        """A drained host goes to repair (unhealthy) or leaves the cluster (retired); True if
+        it did."""
         world = self.world
         if world.used.get(name, 0) or world.drained(name) is None:
-            return
+            return False
         state = world.hosts[name].state
         if state is HostState.RETIRED:
             world.remove(name)
         elif state is HostState.UNHEALTHY:
             world.set_host_state(name, HostState.MAINTENANCE)
             self.push(t + self.config.repair_h * 3600.0, Kind.REPAIRED, name)
+        return True

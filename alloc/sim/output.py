@@ -40,6 +40,7 @@ def write_run(
         [
             {
                 "t_s": round(r.t_s, 3),
+                "kind": r.kind,
                 "seconds": round(r.seconds, 6),
                 "status": r.status,
                 "violations": r.violations,

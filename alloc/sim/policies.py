@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from alloc.domain import Plan, Snapshot
 from alloc.round import RoundOptions, run_round
+from alloc.rounds import Rounds
 from alloc.sim.baselines import LegacyConfig, fifo, legacy_priority
 
 Planner = Callable[[Snapshot], Plan]
@@ -18,10 +19,23 @@ class PolicyOptions:
     legacy: LegacyConfig = LegacyConfig()
 
 
+@dataclass(frozen=True, slots=True)
+class RoundPlanner:
+    """The round allocator as a policy: a full round per call, and the two kinds of rounds
+    (full rounds with event passes between them, `alloc.rounds`) for whoever drives them."""
+
+    options: RoundOptions
+
+    def __call__(self, snapshot: Snapshot) -> Plan:
+        return run_round(snapshot, self.options)
+
+    def rounds(self, validate_whole: bool = False) -> Rounds:
+        return Rounds(self.options, validate_whole)
+
+
 def _round(solver: str) -> Callable[[PolicyOptions], Planner]:
     def make(options: PolicyOptions) -> Planner:
-        round_options = RoundOptions(solver=solver, time_limit_s=options.time_limit_s)
-        return lambda snapshot: run_round(snapshot, round_options)
+        return RoundPlanner(RoundOptions(solver=solver, time_limit_s=options.time_limit_s))
 
     return make
 

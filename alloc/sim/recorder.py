@@ -54,6 +54,7 @@ class RoundRecord:
     violations: int
     starts: int
     preempts: int
+    kind: str = "full"  # full round | event pass (models/round.md 9)
 
 
 class Series:

@@ -45,6 +45,8 @@ class RunSpec:
     legacy_top: float = 0.8  # legacy-priority: fraction of submissions at the highest level
     legacy_cap: float = 1.0  # legacy-priority: non-preemptible GPUs per team / its share
     credit: str | None = None
+    rounds: str = "events"  # events: passes between full rounds | full: a full round each time
+    validate_passes: bool = False  # also validate every pass's whole plan from scratch
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -83,6 +85,8 @@ def _as_run(spec: RunSpec) -> str:
     decide and the lab does not say (the policy may differ from the lab's `policy.solver`);
     metrics.json has the rest (trace, failures, intervals)."""
     options = [f"--policy {spec.policy}", f"--days {spec.days:g}", f"--seed {spec.seed}"]
+    if spec.rounds != "events":
+        options.append(f"--rounds {spec.rounds}")
     if spec.start_s:
         options.append(f"--start {format_duration(spec.start_s)}")
     if spec.checkpoint_interval_s is not None:
@@ -128,6 +132,8 @@ def simulate(
         repair_h=spec.repair_h,
         keeps_contract=spec.policy in KEEPS_CONTRACT,
         skip_quiet_rounds=spec.policy in KEEPS_CONTRACT or spec.policy == "fifo",
+        rounds=spec.rounds,
+        validate_passes=spec.validate_passes,
     )
     legacy = LegacyConfig(inflation=spec.legacy_top, cap=spec.legacy_cap, seed=spec.seed)
     plan = planner(spec.policy, PolicyOptions(time_limit_s=spec.time_limit_s, legacy=legacy))

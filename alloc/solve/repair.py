@@ -10,6 +10,7 @@ for a waiting one of higher priority in the same budget node that fits in its pl
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 
 from alloc.domain import Occupancy, WorkloadId
 from alloc.policy.weights import Tier
@@ -17,6 +18,7 @@ from alloc.solve.context import RoundContext
 from alloc.solve.greedy import displaceable_tiers, find_place
 from alloc.solve.load import Load
 from alloc.solve.placement import PlaceIndex, place, place_on
+from alloc.solve.problem import Shape
 
 MAX_PASSES = 20
 
@@ -121,27 +123,48 @@ def priority_swaps(ctx: RoundContext, load: Load) -> bool:
         priority = {w: ctx.standings[w].workload.priority for w in members}
         if len(set(priority.values())) < 2:
             continue
-        waiting = sorted((b for b in members if not load.holds(b)), key=lambda b: -priority[b])
-        level: int | None = None
-        ahead: list[WorkloadId] = []
-        index = PlaceIndex(ctx.hosts, [])
-        for b in waiting:
-            if level != priority[b]:
-                level = priority[b]
-                ahead = sorted(
-                    (a for a in members if load.holds(a) and priority[a] < level),
-                    key=lambda a: priority[a],
-                )
-                index = PlaceIndex(ctx.hosts, [load.held[a] for a in ahead])
-            found = index.find(ctx.shapes[b], load.free())
-            if found is None:
-                continue
-            placement = load.release(ahead[found])
-            target = place(ctx.shapes[b], load.free(), ctx.hosts)
-            if target is None:  # cannot happen: it fits on free plus that place
-                ctx.hold(load, ahead[found], placement)
-                continue
-            index.remove(found)
-            ctx.hold(load, b, target)
-            changed = True
+        waiting = [b for b in members if not load.holds(b)]
+        started = [a for a in members if load.holds(a)]
+        swaps = yield_to_priority(waiting, started, priority, ctx.shapes, load, ctx.hold)
+        changed |= bool(swaps)
     return changed
+
+
+def yield_to_priority(
+    waiting: list[WorkloadId],
+    started: list[WorkloadId],
+    priority: Mapping[WorkloadId, int],
+    shapes: Mapping[WorkloadId, Shape],
+    load: Load,
+    hold: Callable[[Load, WorkloadId, dict[int, int]], None],
+) -> list[tuple[WorkloadId, WorkloadId]]:
+    """Invariant 6 inside one group (a budget node and occupancy class): each waiting workload,
+    highest priority first, takes the place of a started one of lower priority when it fits
+    there with the free GPUs. `hold(load, workload, placement)` gives a placement. Returns the
+    (yielded, placed) pairs; the event pass (alloc/solve/event.py) shares it with the repair."""
+    swaps: list[tuple[WorkloadId, WorkloadId]] = []
+    level: int | None = None
+    ahead: list[WorkloadId] = []
+    index = PlaceIndex(load.hosts, [])
+    for b in sorted(waiting, key=lambda b: -priority[b]):
+        if level != priority[b]:
+            level = priority[b]
+            ahead = sorted(
+                (a for a in started if load.holds(a) and priority[a] < level),
+                key=lambda a: priority[a],
+            )
+            index = PlaceIndex(load.hosts, [load.held[a] for a in ahead])
+        if not ahead:
+            continue
+        found = index.find(shapes[b], load.free())
+        if found is None:
+            continue
+        placement = load.release(ahead[found])
+        target = place(shapes[b], load.free(), load.hosts)
+        if target is None:  # cannot happen: it fits on free plus that place
+            hold(load, ahead[found], placement)
+            continue
+        index.remove(found)
+        hold(load, b, target)
+        swaps.append((ahead[found], b))
+    return swaps

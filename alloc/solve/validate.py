@@ -76,7 +76,7 @@ def validate(
                 and d.protected_until == w.started + runtime_delta(w.min_runtime_s)
             )
         ):
-            problems += _decision_problems(snapshot, hosts, w, d, s, max_rt)
+            problems += decision_problems(snapshot, hosts, w, d, s, max_rt)
         if d.action is not Action.KEEP or d.occupancy is not Occupancy.ALLOCATED:
             rest.append(d)  # allocated work kept (most decisions) counts below only in `used`
         if d.action.holds_gpus:
@@ -104,7 +104,7 @@ def validate(
     return problems
 
 
-def _decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str]:  # type: ignore[no-untyped-def]
+def decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str]:  # type: ignore[no-untyped-def]
     action, occupancy, until = d.action, d.occupancy, d.protected_until
     keep = action is Action.KEEP
     out: list[str] = []

@@ -1,0 +1,170 @@
+"""The two kinds of rounds over one cluster (models/round.md, section 9), as the simulator and
+the controller drive them: a full round (`solve_round`) on the clock and when hosts change, and
+between full rounds cheap event passes on what the cluster did (arrivals, completions,
+requeues), from the state the last full round left (`alloc/solve/carry.py`).
+
+The caller tells the state what changed (`sync`: workloads queued or running now, where, and
+workloads gone), then asks for a pass; a pass's plan lists only the workloads it changes and is
+checked against every invariant on those decisions (with `validate_whole`, its whole plan is
+checked from scratch as well: tests and CI). Nothing here reads a clock or does I/O.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from alloc.domain import (
+    Action,
+    Cluster,
+    Decision,
+    Occupancy,
+    Plan,
+    Reason,
+    Reservation,
+    Snapshot,
+    SolverReport,
+    Workload,
+    WorkloadId,
+)
+from alloc.policy.contract import standings
+from alloc.round import InvalidPlanError, RoundOptions, RoundResult, solve_round
+from alloc.solve.carry import PassState
+from alloc.solve.event import event_pass
+from alloc.solve.validate import validate
+
+ROUND_KINDS = ("events", "full")  # event passes between full rounds | a full round every time
+
+
+@dataclass
+class Rounds:
+    options: RoundOptions | None = None
+    validate_whole: bool = False  # also validate every pass's whole plan from scratch
+    state: PassState | None = None
+
+    def full(self, snapshot: Snapshot) -> RoundResult:
+        """A full round; what it leaves is the state the next passes start from (once the
+        caller has synced what the cluster did with its plan)."""
+        result = solve_round(snapshot, self.options)
+        self.state = PassState(result.context, result.load, result.plan.decisions)
+        return result
+
+    @property
+    def ready(self) -> bool:
+        """A full round has run: passes may follow."""
+        return self.state is not None
+
+    def fits(self, cluster: Cluster) -> bool:
+        """Passes may follow on this cluster: a full round has run on it (a host that changed
+        state makes a new cluster value, and the state of the last round stale)."""
+        return self.state is not None and self.state.cluster is cluster
+
+    def sync(self, changed: Iterable[Workload], gone: Iterable[WorkloadId] = ()) -> None:
+        assert self.state is not None, "a full round comes first"
+        self.state.sync(changed, gone)
+
+    def sync_snapshot(self, snapshot: Snapshot) -> None:
+        """What changed between the state's view and `snapshot` (the controller's path: it
+        reads the whole cluster every time anyway)."""
+        assert self.state is not None, "a full round comes first"
+        view = self.state.view
+        by_id = snapshot.by_id
+        changed = [w for w in snapshot.workloads if view.get(w.id) != w]
+        gone = [wid for wid in view if wid not in by_id]
+        self.state.sync(changed, gone)
+
+    def reservations(self) -> tuple[Reservation, ...]:
+        """The last full round's reservations still in force (their gangs still wait)."""
+        if self.state is None:
+            return ()
+        names = self.state.hosts.names
+        return tuple(
+            Reservation(r.workload, tuple(names[h] for h in r.hosts), r.ready_at)
+            for r in self.state.reservations
+        )
+
+    def event(self, now: datetime, whole: Snapshot | None = None) -> Plan:
+        """An event pass at `now`; `whole`: the cluster's snapshot, to validate the pass's whole
+        plan against (required with `validate_whole`)."""
+        assert self.state is not None, "a full round comes first"
+        began = time.perf_counter()
+        reservations = self.reservations()
+        held = tuple(self.state.reservations)
+        result = event_pass(self.state, now)
+        report = SolverReport("event", "event", 0.0, None, None, time.perf_counter() - began)
+        metrics = dict(result.metrics)
+        metrics["round_seconds"] = time.perf_counter() - began
+        plan = Plan(
+            now,
+            report,
+            result.decisions,
+            result.drained_hosts,
+            metrics,
+            reservations,
+            kind="event",
+        )
+        problems = list(result.problems)
+        if self.validate_whole:
+            assert whole is not None, "validate_whole needs the snapshot the pass decided on"
+            problems += validate(whole, self.whole(plan, whole), due=held)
+        if problems:
+            raise InvalidPlanError(problems)
+        return plan
+
+    def whole(self, plan: Plan, snapshot: Snapshot) -> Plan:
+        """A pass's plan with a decision for every workload of `snapshot` (the one it decided
+        on): what it does not change keeps running or keeps waiting, with the reason the last
+        round that decided it gave."""
+        if plan.kind != "event":
+            return plan
+        assert self.state is not None
+        state = self.state
+        st = standings(snapshot)
+        out: list[Decision] = []
+        for w in snapshot.workloads:
+            d = plan.by_workload.get(w.id)
+            if d is not None:
+                out.append(d)
+                continue
+            s = st[w.id]
+            if w.running:
+                if s.forced is Action.KEEP:
+                    reason = s.forced_reason or Reason.PROTECTED
+                elif not s.funded:
+                    reason = Reason.UNFUNDED
+                elif s.occupancy is Occupancy.UNALLOCATED:
+                    reason = Reason.UNALLOCATED_FILL
+                else:
+                    reason = state.last_reason(w.id, Reason.UNDER_ALLOCATION)
+                    if reason not in _HOLDING or reason is Reason.PROTECTED:
+                        reason = Reason.UNDER_ALLOCATION  # its protection has ended since
+                until = s.protected_until
+                out.append(Decision(w.id, Action.KEEP, s.occupancy, reason, w.hosts, until))
+            else:
+                reason = state.last_reason(w.id, Reason.NO_ROOM)
+                if reason in _HOLDING:
+                    reason = Reason.NO_ROOM
+                out.append(Decision(w.id, Action.WAIT, s.occupancy, reason))
+        return Plan(
+            plan.now,
+            plan.report,
+            tuple(out),
+            plan.drained_hosts,
+            plan.metrics,
+            plan.reservations,
+            kind="event",
+        )
+
+
+_HOLDING = frozenset(
+    {
+        Reason.UNDER_ALLOCATION,
+        Reason.OVER_ALLOCATION,
+        Reason.PROTECTED,
+        Reason.COSTLY_TO_STOP,
+        Reason.UNALLOCATED_FILL,
+        Reason.UNFUNDED,
+    }
+)
