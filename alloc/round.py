@@ -11,6 +11,7 @@ from alloc.solve.context import RoundContext, round_context
 from alloc.solve.decisions import decisions, drained_hosts, occupancy_metrics
 from alloc.solve.greedy import greedy
 from alloc.solve.load import Load
+from alloc.solve.memo import RoundMemo
 from alloc.solve.milp import Outcome, solve_milp
 from alloc.solve.repair import complete
 from alloc.solve.score import objective
@@ -45,7 +46,10 @@ def run_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Plan:
     return solve_round(snapshot, options).plan
 
 
-def solve_round(snapshot: Snapshot, options: RoundOptions | None = None) -> RoundResult:
+def solve_round(
+    snapshot: Snapshot, options: RoundOptions | None = None, memo: RoundMemo | None = None
+) -> RoundResult:
+    """`memo`: what the previous round on this cluster left to reuse (the same plan)."""
     options = options or RoundOptions()
     solver = options.solver or snapshot.policy.solver
     if solver not in SOLVERS:
@@ -54,7 +58,7 @@ def solve_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Roun
         options.time_limit_s if options.time_limit_s is not None else snapshot.policy.time_limit_s
     )
     started = time.perf_counter()
-    ctx = round_context(snapshot)
+    ctx = round_context(snapshot, memo)
     warm = complete(ctx, greedy(ctx))
     warm_value = objective(ctx, warm)
     greedy_seconds = time.perf_counter() - started
@@ -79,11 +83,11 @@ def solve_round(snapshot: Snapshot, options: RoundOptions | None = None) -> Roun
         else:
             final = outcome.load
             plan = plan_of(outcome.load, _milp_report(outcome))
-    problems = validate(snapshot, plan, ctx.standings, ctx.hosts, ctx.reservations)
+    problems = validate(snapshot, plan, ctx.standings, ctx.hosts, ctx.reservations, ctx.memo)
     if problems and plan.report.solver == "milp":
         note = f"MILP plan failed validation ({problems[0]}); greedy answered"
         plan, final = plan_of(warm, greedy_report(note)), warm
-        problems = validate(snapshot, plan, ctx.standings, ctx.hosts, ctx.reservations)
+        problems = validate(snapshot, plan, ctx.standings, ctx.hosts, ctx.reservations, ctx.memo)
     if problems:
         raise InvalidPlanError(problems)
     return RoundResult(plan, ctx, final)

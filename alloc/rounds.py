@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from alloc.domain import (
@@ -33,6 +33,7 @@ from alloc.policy.contract import standings
 from alloc.round import InvalidPlanError, RoundOptions, RoundResult, solve_round
 from alloc.solve.carry import PassState
 from alloc.solve.event import event_pass
+from alloc.solve.memo import RoundMemo
 from alloc.solve.validate import validate
 
 ROUND_KINDS = ("events", "full")  # event passes between full rounds | a full round every time
@@ -43,11 +44,12 @@ class Rounds:
     options: RoundOptions | None = None
     validate_whole: bool = False  # also validate every pass's whole plan from scratch
     state: PassState | None = None
+    memo: RoundMemo = field(default_factory=RoundMemo)  # what one full round leaves the next
 
     def full(self, snapshot: Snapshot) -> RoundResult:
         """A full round; what it leaves is the state the next passes start from (once the
         caller has synced what the cluster did with its plan)."""
-        result = solve_round(snapshot, self.options)
+        result = solve_round(snapshot, self.options, self.memo)
         self.state = PassState(result.context, result.load, result.plan.decisions)
         return result
 
@@ -55,6 +57,18 @@ class Rounds:
     def ready(self) -> bool:
         """A full round has run: passes may follow."""
         return self.state is not None
+
+    def fits_snapshot(self, snapshot: Snapshot) -> bool:
+        """Passes may follow on this snapshot: its hosts (with their states), budget tree and
+        policy are those of the last full round (compared by value: a controller reads a new
+        snapshot every time)."""
+        state = self.state
+        return (
+            state is not None
+            and (state.cluster is snapshot.cluster or state.cluster == snapshot.cluster)
+            and (state.budgets is snapshot.budgets or state.budgets == snapshot.budgets)
+            and state.policy == snapshot.policy
+        )
 
     def fits(self, cluster: Cluster) -> bool:
         """Passes may follow on this cluster: a full round has run on it (a host that changed
@@ -90,9 +104,10 @@ class Rounds:
         plan against (required with `validate_whole`)."""
         assert self.state is not None, "a full round comes first"
         began = time.perf_counter()
-        reservations = self.reservations()
         held = tuple(self.state.reservations)
         result = event_pass(self.state, now)
+        # In force after the pass: a gang it started no longer holds its hosts.
+        reservations = self.reservations()
         report = SolverReport("event", "event", 0.0, None, None, time.perf_counter() - began)
         metrics = dict(result.metrics)
         metrics["round_seconds"] = time.perf_counter() - began

@@ -5,6 +5,7 @@ a round's snapshot, plan and context in, rows out."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from alloc.domain import Action, Plan, WorkloadId, path_prefixes
@@ -78,3 +79,12 @@ def running_counts(plan: Plan, ctx: RoundContext) -> dict[str, int]:
 
 def waited(seconds: float) -> str:
     return duration(max(0.0, seconds))
+
+
+def last_decided(row: Mapping[str, object], now_s: float) -> tuple[str, str, str]:
+    """The controller's last recorded decision about a workload, as (kind of round, how long
+    ago, what it decided): ("event pass", "3 min ago", "start (under_allocation)")."""
+    kind = "full round" if row["kind"] == "full" else "event pass"
+    at = row["at_s"]
+    ago = duration(max(0.0, now_s - float(at))) if isinstance(at, int | float) else "?"
+    return kind, f"{ago} ago", f"{row['action']} ({row['reason']})"

@@ -68,9 +68,12 @@ def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_p
     # t = 45 min: c waits; nlp's work is protected until 1 h.
     status = alloc("status", "--config", config)
     assert status.exit_code == 0, status.stderr
-    (row,) = [line for line in status.stdout.splitlines() if " c " in line]
+    row, last = [line for line in status.stdout.splitlines() if " c " in line]
     assert "vision" in row and "wait (no_room)" in row and "cannot start now" in row
     assert "running: 2 kept" in status.stdout
+    # Which kind of round last decided each workload: here, full rounds (no event came).
+    assert "full round" in last and "15 min ago" in last and "wait (no_room)" in last
+    assert "running: 2 kept (last decided by 2 a full round)" in status.stdout
     why = alloc("explain", "--config", config, "c")
     assert why.exit_code == 0, why.stderr
     assert why.stdout.startswith("c: wait")
@@ -188,9 +191,12 @@ def test_a_change_in_the_cluster_starts_a_round_before_the_interval_is_over(conf
     times: list[float] = []
     errors: list[str] = []
 
+    kinds: list[str] = []
+
     def on_round(outcome) -> None:
         times.append(time.monotonic())
         errors.append(outcome.error)
+        kinds.append(outcome.kind)
 
     thread = threading.Thread(target=controller.run, args=(stop, 3), kwargs={"on_round": on_round})
     thread.start()
@@ -206,4 +212,8 @@ def test_a_change_in_the_cluster_starts_a_round_before_the_interval_is_over(conf
     thread.join(timeout=10)
     assert len(times) == 3
     assert errors == ["", "", ""]
+    # The first round is a full round; the rounds on events are event passes, recorded as
+    # such (the periodic full round is not due before 60 s).
+    assert kinds == ["full", "event", "event"]
+    assert [r["kind"] for r in reversed(store.rounds())] == ["full", "event", "event"]
     store.close()

@@ -226,3 +226,22 @@ def test_a_bad_round_option_is_refused(option):
             SimConfig(rounds="sometimes")
     else:
         assert SimConfig(validate_passes=True).validate_passes
+
+
+def test_a_gang_starts_in_a_pass_on_the_hosts_reserved_for_it(solver):
+    # The reservation example without team a's small runs: the round reserves h0, h1, h6, h7
+    # for a-gang (32 GPUs, all a is owed). Then b-run0 and b-run1 end early (h0, h1 free): the
+    # gang fits its own reservation, with h6's unallocated b-scavenge displaced (invariant 4).
+    # A pass starts it there, as a full round would, and its reservation lapses with the start.
+    from pathlib import Path
+
+    import yaml
+
+    example = Path(__file__).parent.parent / "instances" / "examples" / "reservation.yaml"
+    before = yaml.safe_load(example.read_text())
+    before["workloads"] = [w for w in before["workloads"] if w["id"] not in ("a-later", "a-debug")]
+    ev, full, _ = two_ways(before, complete("b-run0", "b-run1"), solver)
+    hosts = {"h0": 8, "h1": 8, "h6": 8, "h7": 8}
+    assert decisions(ev)["a-gang"] == decisions(full)["a-gang"] == ("start", hosts)
+    assert decisions(ev)["b-scavenge"][0] == decisions(full)["b-scavenge"][0] == "preempt"
+    assert ev.reservations == ()

@@ -85,7 +85,8 @@ def run(
             status = o.plan.report.status if o.plan else "-"
             err.print(
                 f"round {o.round_id}: {o.started} started, {o.preempted} preempted, "
-                f"{o.failed} failed; {status}; {o.seconds:.2f} s",
+                f"{o.failed} failed; {status}; {o.seconds:.2f} s; "
+                f"{'full round' if o.kind == 'full' else 'event pass'}",
                 markup=False,
             )
 

@@ -4,6 +4,8 @@ uses. Read-only: nothing is applied or recorded."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +23,15 @@ def live(config: Path) -> Snapshot:
 
 def live_with_notes(config: Path) -> tuple[Snapshot, dict[WorkloadId, str]]:
     """The live cluster and the executor's notes on jobs it left out or read otherwise."""
+    snapshot, notes, _ = _live(config)
+    return snapshot, notes
+
+
+def _live(
+    config: Path,
+) -> tuple[Snapshot, dict[WorkloadId, str], dict[str, Mapping[str, object]]]:
+    """The live cluster, the executor's notes, and the controller's last recorded decision
+    about each workload in it (with the kind of round that made it)."""
     from alloc.controller.build import executor_for, live_snapshot
     from alloc.controller.state import StateStore
     from alloc.io.controller_config import load_controller_config
@@ -30,9 +41,10 @@ def live_with_notes(config: Path) -> tuple[Snapshot, dict[WorkloadId, str]]:
     store = StateStore(settings.state_url)
     try:
         snapshot = live_snapshot(executor, store, settings.budgets)
+        last = store.last_decisions(w.id for w in snapshot.workloads)
     finally:
         store.close()
-    return snapshot, dict(executor.notes())
+    return snapshot, dict(executor.notes()), last
 
 
 def status(
@@ -46,10 +58,10 @@ def status(
     from rich.table import Table
 
     from alloc.round import RoundOptions, solve_round
-    from alloc.status import queue_rows, running_counts, waited
+    from alloc.status import last_decided, queue_rows, running_counts, waited
 
     def act() -> None:
-        snapshot, notes = live_with_notes(config)
+        snapshot, notes, last = _live(config)
         result = solve_round(snapshot, RoundOptions(solver=solver))
         counts = running_counts(result.plan, result.context)
         table = Table(
@@ -82,7 +94,34 @@ def status(
                 escape(r.path),
             )
         out.print(table)
+        if last:
+            decided = Table(
+                title="what the controller last decided (a full round decides every workload, "
+                "an event pass what it changes)",
+                title_justify="left",
+            )
+            for head in ("workload", "round", "when", "decision"):
+                decided.add_column(head)
+            now_s = snapshot.now.timestamp()
+            for w in sorted(snapshot.workloads, key=lambda w: (not w.running, w.id)):
+                row = last.get(w.id)
+                if row is not None:
+                    kind, when, what = last_decided(row, now_s)
+                    decided.add_row(escape(w.id), kind, when, what)
+            out.print(decided)
         running = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"
+        kinds = Counter(
+            str(last[w.id]["kind"]) for w in snapshot.workloads if w.running and w.id in last
+        )
+        if kinds:
+            running += (
+                " (last decided by "
+                + ", ".join(
+                    f"{kinds[k]} {'a full round' if k == 'full' else 'an event pass'}"
+                    for k in sorted(kinds)
+                )
+                + ")"
+            )
         out.print(f"running: {running}", highlight=False)
         for job, why in sorted(notes.items()):
             out.print(f"{job}: {why}", markup=False, highlight=False)

@@ -1,6 +1,13 @@
 """The controller: every round it reads the cluster, decides with the same round function as
 the simulator, records the plan, acts, and records what happened (alloc/controller/state.py).
 
+Two kinds of rounds, as in the simulator (models/round.md 9, `alloc.rounds`): a full round
+every `interval_s` (and whenever the cluster's hosts, the budget tree or the policy are not
+those of the last full round), and between them an event pass when the executor's
+`changes()` fingerprint moves (a job submitted or ended): it starts what fits, never
+rebalances, and records only what it decides. Every plan of either kind is validated whole
+against the cluster it was made for before anything of it is applied.
+
 One round, in an order that keeps the state consistent whenever the process dies:
 1. snapshot from the executor; the ledger records what it sees running and what the cluster
    reports ended (keyed writes: repeating them changes nothing);
@@ -30,7 +37,7 @@ from alloc.controller.build import controller_view
 from alloc.controller.state import Run, StateStore
 from alloc.domain import Action, BudgetTree, Plan, Snapshot
 from alloc.policy.contract import allocated_in
-from alloc.round import run_round
+from alloc.rounds import Rounds
 from alloc.solve.validate import validate
 
 log = logging.getLogger("alloc.controller")
@@ -43,6 +50,7 @@ class RoundOutcome:
     plan: Plan | None = None
     snapshot: Snapshot | None = None  # what the round saw (with the ledger's usage)
     report: ApplyReport | None = None  # what the executor did
+    kind: str = "full"  # full round | event pass
     started: int = 0  # actions that changed the cluster (not "already running")
     preempted: int = 0
     failed: int = 0
@@ -60,11 +68,15 @@ class Controller:
     min_round_gap_s: float = 10.0  # an event round comes at least this long after the last
     clock: Callable[[], float] = time.time
     history: list[RoundOutcome] = field(default_factory=list)
+    # The state event passes carry from the last full round (validated whole every pass).
+    rounds: Rounds = field(default_factory=lambda: Rounds(validate_whole=True))
 
-    def round_once(self) -> RoundOutcome:
+    def round_once(self, event: bool = False) -> RoundOutcome:
+        """One round: an event pass if `event` and the last full round's state still fits the
+        cluster, else a full round."""
         began = time.perf_counter()
         try:
-            outcome = self._round()
+            outcome = self._round(event)
         except Exception as exc:  # noqa: BLE001 - any executor failure ends only this round
             log.warning("round failed: %s", exc)
             outcome = RoundOutcome(self.clock(), error=f"{type(exc).__name__}: {exc}")
@@ -73,17 +85,22 @@ class Controller:
         del self.history[:-100]
         return outcome
 
-    def _round(self) -> RoundOutcome:
+    def _round(self, event: bool) -> RoundOutcome:
         # The controller's budget tree first (charges follow it), then this round's sightings,
         # then the window's usage including them.
         snapshot = controller_view(self.executor.snapshot(), self.store, self.budgets)
         now_s = snapshot.now.timestamp()
         self._observe(snapshot, now_s)
         snapshot = controller_view(snapshot, self.store)
-        plan = run_round(snapshot)
-        problems = validate(snapshot, plan)
-        if problems:  # run_round validates: this is a bug, and nothing of the plan is applied
-            raise AssertionError(f"the round's plan breaks the contract: {problems[:3]}")
+        rounds = self.rounds
+        if event and rounds.fits_snapshot(snapshot):
+            rounds.sync_snapshot(snapshot)
+            plan = rounds.event(snapshot.now, snapshot)  # validated whole inside
+        else:
+            plan = rounds.full(snapshot).plan
+            problems = validate(snapshot, plan)
+            if problems:  # the round validates: a bug, and nothing of the plan is applied
+                raise AssertionError(f"the round's plan breaks the contract: {problems[:3]}")
         round_id = self.store.record_plan(now_s, plan)
         report = self.executor.apply(plan)
         stopped_s = self.clock()
@@ -100,6 +117,7 @@ class Controller:
             plan,
             snapshot,
             report,
+            kind=plan.kind,
             started=sum(r.ok and r.changed and r.action is Action.START for r in report.results),
             preempted=sum(
                 r.ok and r.changed and r.action is Action.PREEMPT for r in report.results
@@ -125,46 +143,53 @@ class Controller:
         rounds: int | None = None,
         on_round: Callable[[RoundOutcome], None] | None = None,
     ) -> None:
-        """Rounds every `interval_s` until `stop` is set (or `rounds` have run); after a
-        failed round the wait doubles, up to the interval, from 1 s."""
+        """A full round every `interval_s` and event passes between them, until `stop` is
+        set (or `rounds` rounds of either kind have run); after a failed round the next one
+        is a full round, after a wait that doubles, up to the interval, from 1 s."""
         stop = stop or threading.Event()
         backoff = 1.0
         done = 0
+        event = False
+        next_full = time.monotonic()
         while not stop.is_set() and (rounds is None or done < rounds):
-            outcome = self.round_once()
+            outcome = self.round_once(event)
             if on_round is not None:
                 on_round(outcome)
             done += 1
             if outcome.error:
-                wait = min(backoff, self.interval_s)
+                next_full = time.monotonic() + min(backoff, self.interval_s)
                 backoff *= 2
             else:
-                wait, backoff = self.interval_s, 1.0
+                backoff = 1.0
+                if outcome.kind == "full":
+                    next_full = time.monotonic() + self.interval_s
             if rounds is not None and done >= rounds:
                 break
-            self._wait(stop, wait, outcome.error == "")
+            wait = max(0.0, next_full - time.monotonic())
+            event = self._wait(stop, wait, outcome.error == "")
 
-    def _wait(self, stop: threading.Event, wait_s: float, events: bool) -> None:
-        """Until the next periodic round, or an event: the cluster's fingerprint changed
-        (a job arrived or ended, a host changed), at least `min_round_gap_s` after the last
-        round (events coalesce)."""
+    def _wait(self, stop: threading.Event, wait_s: float, events: bool) -> bool:
+        """Until the next periodic round (False), or an event (True): the cluster's
+        fingerprint changed (a job arrived or ended, a host changed), at least
+        `min_round_gap_s` after the last round (events coalesce)."""
         began = time.monotonic()
         last = self._changes() if events and self.event_poll_s > 0 else None
         while not stop.is_set():
             elapsed = time.monotonic() - began
             left = wait_s - elapsed
             if left <= 0:
-                return
+                return False
             if last is None:  # periodic rounds only
                 stop.wait(left)
-                return
+                return False
             if stop.wait(min(left, max(self.event_poll_s, self.min_round_gap_s - elapsed))):
-                return
+                return False
             if time.monotonic() - began >= min(self.min_round_gap_s, wait_s):
                 now = self._changes()
                 if now is not None and now != last:
-                    log.info("round on an event")
-                    return
+                    log.info("event pass")
+                    return True
+        return False
 
     def _changes(self) -> str | None:
         try:

@@ -23,15 +23,19 @@ from sqlalchemy import (
     Engine,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
+    Select,
     String,
     Table,
     and_,
     create_engine,
     func,
     insert,
+    inspect,
     select,
+    text,
     update,
 )
 
@@ -61,6 +65,8 @@ rounds = Table(
     Column("solve_seconds", Float, nullable=False),
     Column("note", String(2000), nullable=False),
     Column("applied_s", Float, nullable=True),  # None: planned, not (yet) applied
+    # full round | event pass (models/round.md 9); a pass records only what it changes
+    Column("kind", String(10), nullable=False, server_default="full"),
 )
 decisions = Table(
     "decisions",
@@ -72,6 +78,8 @@ decisions = Table(
     Column("reason", String(40), nullable=False),
     Column("hosts", JSON, nullable=False),
 )
+# `alloc status`: the last decision about each workload (decisions of many rounds).
+decisions_by_workload = Index("decisions_by_workload", decisions.c.workload, decisions.c.round_id)
 actions = Table(
     "actions",
     metadata,
@@ -115,6 +123,17 @@ class StateStore:
         self.url = url
         self.engine: Engine = create_engine(url)
         metadata.create_all(self.engine)
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """A state database written before rounds had a kind gets the column (every round
+        in it was a full round)."""
+        with self.engine.begin() as db:
+            names = {c["name"] for c in inspect(db).get_columns("rounds")}
+            if "kind" not in names:
+                db.execute(
+                    text("ALTER TABLE rounds ADD COLUMN kind VARCHAR(10) DEFAULT 'full' NOT NULL")
+                )
 
     # the ledger
 
@@ -214,6 +233,7 @@ class StateStore:
                     gap=r.gap,
                     solve_seconds=r.solve_seconds,
                     note=r.note[:2000],
+                    kind=plan.kind,
                 )
             ).inserted_primary_key
             assert inserted is not None
@@ -268,6 +288,43 @@ class StateStore:
         with self.engine.connect() as db:
             rows = db.execute(select(decisions).where(decisions.c.round_id == round_id))
             return [dict(r._mapping) for r in rows]
+
+    def last_decisions(self, workloads: Iterable[str]) -> dict[str, Mapping[str, object]]:
+        """For each of these workloads, the last recorded decision about it with the kind of
+        round that made it (a full round decides every workload, an event pass what it
+        changes) and when: {workload: {action, reason, kind, at_s, round_id}}."""
+        wanted = list(dict.fromkeys(workloads))
+        out: dict[str, Mapping[str, object]] = {}
+
+        def query(part: list[str]) -> Select:  # type: ignore[type-arg]
+            latest = (
+                select(decisions.c.workload, func.max(decisions.c.round_id).label("round_id"))
+                .where(decisions.c.workload.in_(part))
+                .group_by(decisions.c.workload)
+                .subquery()
+            )
+            return select(
+                decisions.c.workload,
+                decisions.c.action,
+                decisions.c.reason,
+                rounds.c.kind,
+                rounds.c.at_s,
+                rounds.c.id.label("round_id"),
+            ).select_from(
+                decisions.join(
+                    latest,
+                    and_(
+                        latest.c.workload == decisions.c.workload,
+                        latest.c.round_id == decisions.c.round_id,
+                    ),
+                ).join(rounds, rounds.c.id == decisions.c.round_id)
+            )
+
+        with self.engine.connect() as db:
+            for chunk in range(0, len(wanted), 500):
+                for row in db.execute(query(wanted[chunk : chunk + 500])):
+                    out[row.workload] = dict(row._mapping)
+        return out
 
     def actions_of(self, round_id: int) -> list[Mapping[str, object]]:
         with self.engine.connect() as db:

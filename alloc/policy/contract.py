@@ -145,10 +145,44 @@ def _standing(
     return _made(workload, funded, occupancy, protected_until, None, None, lost)
 
 
-def standings(snapshot: Snapshot) -> Mapping[WorkloadId, Standing]:
+StandingCache = dict[WorkloadId, tuple[Workload, Standing]]
+
+
+def standings(
+    snapshot: Snapshot, cache: StandingCache | None = None
+) -> Mapping[WorkloadId, Standing]:
+    """Every workload's standing. `cache` (kept by the caller from round to round, for one
+    budget tree) reuses a standing where it cannot have changed: the same workload value,
+    queued (its standing does not depend on the time), or running protected on a cluster
+    whose hosts are all ready, until its protection ends."""
     cluster = snapshot.cluster
     by_name = None if cluster.all_ready else cluster.by_name
-    return MappingProxyType({w.id: _standing(snapshot, w, by_name) for w in snapshot.workloads})
+    if cache is None:
+        return MappingProxyType(
+            {w.id: _standing(snapshot, w, by_name) for w in snapshot.workloads}
+        )
+    now = snapshot.now
+    out: dict[WorkloadId, Standing] = {}
+    fresh: StandingCache = {}
+    for w in snapshot.workloads:
+        entry = cache.get(w.id)
+        if entry is not None and entry[0] is w:
+            s = entry[1]
+            if not w.running or (
+                by_name is None
+                and s.protected
+                and s.protected_until is not None
+                and now < s.protected_until
+            ):
+                out[w.id] = s
+                fresh[w.id] = entry
+                continue
+        s = _standing(snapshot, w, by_name)
+        out[w.id] = s
+        fresh[w.id] = (w, s)
+    cache.clear()
+    cache.update(fresh)
+    return MappingProxyType(out)
 
 
 def lost_hours_per_gpu(snapshot: Snapshot, w: Workload) -> float:

@@ -108,7 +108,7 @@ def _some_fits(world: World, t: _Hosts, room: np.ndarray) -> bool:
     cap, ready = t.cap, t.ready
     of_type: dict[str | None, np.ndarray] = {None: ready}  # ready hosts a job may use
     seen: set[tuple[int, str, str | None]] = set()
-    for sj in world.queued.values():
+    for sj in world.queued_kinds():
         wanted = sj.job.gpu_type
         key = (sj.job.gpus, sj.topology.value, wanted)
         if key in seen:
@@ -147,7 +147,7 @@ def waiting_fits_free(
     if not world.queued:
         return False
     jobs = (
-        world.queued.values()
+        world.queued_kinds()
         if only is None
         else (world.queued[j] for j in only if j in world.queued)
     )

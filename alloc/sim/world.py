@@ -70,6 +70,11 @@ class World:
             j.id: SimJob(j, j.topology or defaults[(j.gpus, j.gpu_type)]) for j in every
         }
         self.queued: dict[WorkloadId, SimJob] = {}
+        # Queued jobs by what decides where they fit (gpus, topology, GPU type, charged): one
+        # representative each and how many (the quiet-round tests look at shapes, not jobs).
+        self.queued_shapes: dict[
+            tuple[int, Topology, str | None, bool], dict[WorkloadId, SimJob]
+        ] = {}
         self.running: dict[WorkloadId, SimJob] = {}
         # Jobs that arrived, started, stopped or ended since the engine last looked (it tells
         # the state event passes carry: alloc.rounds)
@@ -161,7 +166,11 @@ class World:
     def startable_queued_gpus(self) -> int:
         """GPUs of queued work that could start on this ready cluster if it were empty (work
         larger than every place it could have does not count as waiting for GPUs)."""
-        return sum(sj.job.gpus for sj in self.queued.values() if self.fits_empty(sj))
+        return sum(
+            key[0] * len(members)
+            for key, members in self.queued_shapes.items()
+            if self.fits_empty(next(iter(members.values())))
+        )
 
     def _held(self, sj: SimJob, sign: int) -> None:
         """Add (+1) or remove (-1) a running job's GPUs from the counters."""
@@ -186,12 +195,14 @@ class World:
         sj = self.jobs[job_id]
         sj.state = "queued"
         self.queued[job_id] = sj
+        self._queue_shape(sj, +1)
         self.touched.add(job_id)
         self.rates.queued += sj.job.gpus
         self._demand(sj, +1)
 
     def start(self, job_id: WorkloadId, hosts: dict[HostName, int], allocated: bool) -> Started:
         sj = self.queued.pop(job_id)
+        self._queue_shape(sj, -1)
         self.touched.add(job_id)
         self.rates.queued -= sj.job.gpus
         sj.state = "running"
@@ -233,7 +244,26 @@ class World:
         )
         sj.state = "queued"
         self.queued[job_id] = sj
+        self._queue_shape(sj, +1)
         self.rates.queued += sj.job.gpus
+
+    def _queue_shape(self, sj: SimJob, sign: int) -> None:
+        key = (sj.job.gpus, sj.topology, sj.job.gpu_type, self.charged(sj.job))
+        members = self.queued_shapes.get(key)
+        if sign > 0:
+            if members is None:
+                self.queued_shapes[key] = {sj.job.id: sj}
+            else:
+                members[sj.job.id] = sj
+        else:
+            assert members is not None
+            del members[sj.job.id]
+            if not members:
+                del self.queued_shapes[key]
+
+    def queued_kinds(self) -> Iterable[SimJob]:
+        """One queued job of each shape (gpus, topology, GPU type, charged)."""
+        return (next(iter(members.values())) for members in self.queued_shapes.values())
 
     def complete(self, job_id: WorkloadId) -> None:
         sj = self.running[job_id]

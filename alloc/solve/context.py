@@ -13,6 +13,7 @@ from alloc.policy.contract import Standing, standings
 from alloc.policy.fairshare import FairShare, fair_share
 from alloc.policy.weights import Tier, Weights, weights
 from alloc.solve.load import Load
+from alloc.solve.memo import RoundMemo
 from alloc.solve.placement import place
 from alloc.solve.problem import (
     HostArrays,
@@ -43,6 +44,7 @@ class RoundContext:
     unreserved_shapes: Mapping[WorkloadId, Shape] = field(  # the restricted ones' own shapes
         default_factory=lambda: MappingProxyType({})
     )
+    memo: RoundMemo | None = None  # what the last round left to reuse (solve/memo.py)
 
     def tier(self, workload: WorkloadId) -> Tier:
         return self.weights.tier[workload]
@@ -81,8 +83,10 @@ class RoundContext:
         return np.where(self.hosts.ready, np.maximum(free, 0), 0)
 
 
-def round_context(snapshot: Snapshot) -> RoundContext:
-    st = standings(snapshot)
+def round_context(snapshot: Snapshot, memo: RoundMemo | None = None) -> RoundContext:
+    if memo is not None:
+        memo = memo.for_round(snapshot.budgets, snapshot.cluster)
+    st = standings(snapshot, memo.standings if memo is not None else None)
     hosts = host_arrays(snapshot)
     own = shapes_of((s.workload for s in st.values() if s.forced is None), hosts)
     held = reservations(snapshot, st, hosts)
@@ -138,6 +142,7 @@ def round_context(snapshot: Snapshot) -> RoundContext:
         reservations=held,
         reserved=reserved if held else None,
         unreserved_shapes=MappingProxyType(unreserved),
+        memo=memo,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from alloc.domain import Action, Decision, HostName, Occupancy, Reason, WorkloadId
+from alloc.domain import Action, Decision, HostName, Occupancy, Reason, Workload, WorkloadId
 from alloc.policy.contract import runtime_delta
 from alloc.policy.weights import Tier
 from alloc.solve.context import RoundContext
@@ -107,13 +107,26 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
     names = ctx.hosts.names
     wait_reason = _WaitReasons(ctx, load)
     standings, held, now = ctx.standings, load.held, snapshot.now
+    last = ctx.memo.decisions if ctx.memo is not None else None
+    made: dict[WorkloadId, tuple[Workload, Decision]] = {}
     out = []
+
+    def decided(w: Workload, d: Decision) -> None:
+        """`d`, or the last round's equal decision object for the same workload value (which
+        the memo's validation reuses)."""
+        if last is not None:
+            entry = last.get(w.id)
+            if entry is not None and entry[0] is w and _same(entry[1], d):
+                d = entry[1]
+            made[w.id] = (w, d)
+        out.append(d)
+
     for w in snapshot.workloads:
         wid = w.id
         s = standings[wid]
         if s.forced is Action.KEEP:  # the commonest: protected work
             reason = s.forced_reason or Reason.PROTECTED
-            out.append(Decision(wid, Action.KEEP, s.occupancy, reason, w.hosts, s.protected_until))
+            decided(w, Decision(wid, Action.KEEP, s.occupancy, reason, w.hosts, s.protected_until))
             continue
         if s.forced is Action.PREEMPT:
             assert s.forced_reason is not None
@@ -129,12 +142,28 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
                 placement = {names[h]: g for h, g in sorted(held[wid].items())}
                 until = now + runtime_delta(w.min_runtime_s) if allocated else None
             reason = _holding_reason(ctx, wid)
-            out.append(Decision(wid, action, s.occupancy, reason, placement, until))
+            if action is Action.KEEP:
+                decided(w, Decision(wid, action, s.occupancy, reason, placement, until))
+            else:
+                out.append(Decision(wid, action, s.occupancy, reason, placement, until))
         elif w.running:
             out.append(Decision(wid, Action.PREEMPT, s.occupancy, _preempt_reason(ctx, wid)))
         else:
-            out.append(Decision(wid, Action.WAIT, s.occupancy, wait_reason(wid)))
+            decided(w, Decision(wid, Action.WAIT, s.occupancy, wait_reason(wid)))
+    if last is not None:
+        last.clear()
+        last.update(made)
     return tuple(out)
+
+
+def _same(a: Decision, b: Decision) -> bool:
+    return (
+        a.action is b.action
+        and a.occupancy is b.occupancy
+        and a.reason is b.reason
+        and a.protected_until == b.protected_until
+        and (a.hosts is b.hosts or a.hosts == b.hosts)
+    )
 
 
 def drained_hosts(ctx: RoundContext, load: Load) -> tuple[HostName, ...]:

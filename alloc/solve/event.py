@@ -55,6 +55,7 @@ def event_pass(state: PassState, now: datetime) -> PassResult:
     state.refresh_tiers()
     load = state.load
     touched = set(state.grown)
+    arrived = [wid for wid in state.fresh if wid in state.queued]
     candidates = _candidates(state)
     started: dict[WorkloadId, dict[int, int]] = {}
     preempted: list[WorkloadId] = []
@@ -63,7 +64,7 @@ def event_pass(state: PassState, now: datetime) -> PassResult:
         changed |= _priority(state, load, started)
         if not changed or not short:
             break
-    decisions = _decisions(state, started, preempted)
+    decisions = _decisions(state, started, preempted, arrived)
     for placement in started.values():
         touched.update(placement)
     index = state.hosts.index
@@ -206,8 +207,13 @@ _START_REASON = {
 
 
 def _decisions(
-    state: PassState, started: dict[WorkloadId, dict[int, int]], preempted: list[WorkloadId]
+    state: PassState,
+    started: dict[WorkloadId, dict[int, int]],
+    preempted: list[WorkloadId],
+    arrived: list[WorkloadId],
 ) -> tuple[Decision, ...]:
+    """Its starts and preemptions, and a wait for work queued since the last round that it
+    leaves waiting (an executor holds it: nothing starts but what alloc starts)."""
     names = state.hosts.names
     now = state.now
     out = []
@@ -223,7 +229,18 @@ def _decisions(
         out.append(
             Decision(wid, Action.PREEMPT, Occupancy.UNALLOCATED, Reason.UNALLOCATED_DISPLACED)
         )
+    for wid in sorted(arrived):
+        if wid not in started:
+            q = state.queued[wid]
+            out.append(Decision(wid, Action.WAIT, q.occupancy, _wait_reason(state, q)))
     return tuple(out)
+
+
+def _wait_reason(state: PassState, q: Queued) -> Reason:
+    """Why a pass leaves new work waiting: it fits nowhere it may go now (its node's work
+    beyond the entitlement, or a place held by others, waits for a full round), or no place of
+    the cluster can ever hold it."""
+    return Reason.NO_ROOM if q.placeable else Reason.TOO_LARGE
 
 
 def _record(state: PassState, decisions: tuple[Decision, ...]) -> None:
@@ -232,6 +249,8 @@ def _record(state: PassState, decisions: tuple[Decision, ...]) -> None:
     load = state.load
     changed = []
     for d in decisions:
+        if d.action is Action.WAIT:
+            continue
         w = state.view[d.workload]
         if d.action is Action.START:
             load.release(d.workload)  # held by the pass: `sync` holds it as running

@@ -111,7 +111,7 @@ def place_displacing(
     placement = place_on(shape, load)
     if placement is not None:
         return Displacement(placement, (), 0.0)
-    if not categories:
+    if not categories or not any(load.reclaim_total.get(c, 0) > 0 for c in categories):
         return None
     reclaim, host_cost, total = load.displaceable(categories, whole=shape.single)
     if total == 0:

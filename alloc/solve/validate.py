@@ -24,6 +24,7 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.policy.contract import Standing, runtime_delta, standings
+from alloc.solve.memo import RoundMemo
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
 from alloc.solve.reserve import Held, off_reserved, reservations
@@ -35,10 +36,13 @@ def validate(
     standing: Mapping[WorkloadId, Standing] | None = None,
     hosts: HostArrays | None = None,
     due: tuple[Held, ...] | None = None,
+    memo: RoundMemo | None = None,
 ) -> list[str]:
     """The contract's standings, the host arrays and the reservations the rule makes
     (`reserve.reservations`) are pure functions of the snapshot; a caller that has them may
-    pass them (the round does) instead of having them recomputed."""
+    pass them (the round does) instead of having them recomputed. `memo`: decisions the last
+    round found sound, each for its workload value and standing: the same decision object for
+    the same two passes the checks of one decision again (those across decisions all run)."""
     problems: list[str] = []
     hosts = hosts or host_arrays(snapshot)
     st = standing or standings(snapshot)
@@ -56,11 +60,36 @@ def validate(
     gpus: list[int] = []
     max_rt = snapshot.policy.max_min_runtime_s
     rest: list[Decision] = []  # all but allocated work kept: what the checks across decisions read
+    checked = memo.checked if memo is not None else None
+    sound: dict[WorkloadId, tuple[Workload, Standing, Decision]] = {}
+    wait, keep = Action.WAIT, Action.KEEP
     for d in plan.decisions:
         if d.workload in unknown:
             continue
         w = by_id[d.workload]
         s = st[w.id]
+        if checked is not None:
+            entry = checked.get(w.id)
+            if entry is not None and entry[0] is w and entry[1] is s and entry[2] is d:
+                sound[w.id] = entry
+                if d.action is not keep or d.occupancy is not Occupancy.ALLOCATED:
+                    rest.append(d)
+                if d.action is keep:
+                    for h, g in d.hosts.items():
+                        at.append(index[h])
+                        gpus.append(g)
+                continue
+        if d.action is wait and not w.running:  # queued work waiting: its few checks here
+            if (
+                d.occupancy is not s.occupancy
+                or w.min_runtime_s > max_rt
+                or d.protected_until is not None
+            ):
+                problems += decision_problems(snapshot, hosts, w, d, s, max_rt)
+            elif checked is not None:
+                sound[w.id] = (w, s, d)
+            rest.append(d)
+            continue
         if not (  # running work kept as it runs (most decisions): every check below holds
             d.action is Action.KEEP
             and w.started is not None  # running
@@ -76,7 +105,12 @@ def validate(
                 and d.protected_until == w.started + runtime_delta(w.min_runtime_s)
             )
         ):
-            problems += decision_problems(snapshot, hosts, w, d, s, max_rt)
+            found = decision_problems(snapshot, hosts, w, d, s, max_rt)
+            problems += found
+            if not found and checked is not None and d.action is keep:
+                sound[w.id] = (w, s, d)
+        elif checked is not None:
+            sound[w.id] = (w, s, d)
         if d.action is not Action.KEEP or d.occupancy is not Occupancy.ALLOCATED:
             rest.append(d)  # allocated work kept (most decisions) counts below only in `used`
         if d.action.holds_gpus:
@@ -90,6 +124,9 @@ def validate(
                     unsound = True
         elif not unsound and any(h not in index for h in d.hosts):
             unsound = True
+    if checked is not None:
+        checked.clear()
+        checked.update(sound)
     np.add.at(used, at, gpus)
     for i in np.flatnonzero(used > hosts.cap):
         problems.append(f"host {hosts.names[i]}: {used[i]} GPUs given, it has {hosts.cap[i]} (1)")

@@ -12,14 +12,14 @@ whole plan from scratch when asked (`Rounds(validate_whole=True)`: tests and CI)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from alloc.domain import Action, Decision, Occupancy, Snapshot
 from alloc.policy.contract import standings
 from alloc.policy.weights import Tier
-from alloc.solve.carry import PassState
+from alloc.solve.carry import PassState, Queued
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.validate import decision_problems
 
@@ -49,6 +49,8 @@ def check_pass(
             problems.append(f"{w.id}: an event pass preempts allocated work (9)")
         if d.action is Action.KEEP:
             problems.append(f"{w.id}: an event pass lists only what it changes, not a keep (9)")
+        if d.action is Action.WAIT and w.id not in state.fresh:
+            problems.append(f"{w.id}: an event pass lists a wait only for new work (9)")
     touched = sorted(set(touched))
     cap = hosts.cap
     for h in touched:
@@ -73,9 +75,7 @@ def _unallocated_yields(state: PassState, touched: list[int]) -> list[str]:
         return []
     out = []
     seen: set[int] = set()
-    for q in state.queued.values():
-        if q.occupancy is not Occupancy.ALLOCATED or not q.placeable or load.holds(q.workload.id):
-            continue
+    for q in _allocated_kinds(state):
         shape = state.shape(q)
         if id(shape) in seen:
             continue
@@ -89,6 +89,27 @@ def _unallocated_yields(state: PassState, touched: list[int]) -> list[str]:
         if fits:
             out.append(f"{q.workload.id}: waits while unallocated work holds GPUs it could use (4)")
     return out
+
+
+def _allocated_kinds(state: PassState) -> Iterator[Queued]:
+    """A waiting allocated workload of each request (and each gang a reservation is held for,
+    whose shape is its own)."""
+    load = state.load
+    for members in state.by_request.values():
+        for wid in members:
+            q = state.queued[wid]
+            if (
+                q.occupancy is Occupancy.ALLOCATED
+                and q.placeable
+                and not load.holds(wid)
+                and wid not in state.gangs
+            ):
+                yield q
+                break
+    for wid in state.gangs:
+        gang = state.queued.get(wid)
+        if gang is not None and gang.placeable and not load.holds(wid):
+            yield gang
 
 
 def _priority_order(state: PassState, decisions: tuple[Decision, ...]) -> list[str]:
