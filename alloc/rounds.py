@@ -34,6 +34,7 @@ from alloc.round import InvalidPlanError, RoundOptions, RoundResult, solve_round
 from alloc.solve.carry import PassState
 from alloc.solve.event import event_pass
 from alloc.solve.memo import RoundMemo
+from alloc.solve.reserve import Held
 from alloc.solve.validate import validate
 
 ROUND_KINDS = ("events", "full")  # event passes between full rounds | a full round every time
@@ -45,6 +46,7 @@ class Rounds:
     validate_whole: bool = False  # also validate every pass's whole plan from scratch
     state: PassState | None = None
     memo: RoundMemo = field(default_factory=RoundMemo)  # what one full round leaves the next
+    _named: tuple[list[Held], tuple[Reservation, ...]] | None = None
 
     def full(self, snapshot: Snapshot) -> RoundResult:
         """A full round; what it leaves is the state the next passes start from (once the
@@ -93,11 +95,15 @@ class Rounds:
         """The last full round's reservations still in force (their gangs still wait)."""
         if self.state is None:
             return ()
+        held = self.state.reservations
+        if self._named is not None and self._named[0] is held:
+            return self._named[1]  # unchanged since asked (a pass rarely changes them)
         names = self.state.hosts.names
-        return tuple(
-            Reservation(r.workload, tuple(names[h] for h in r.hosts), r.ready_at)
-            for r in self.state.reservations
+        named = tuple(
+            Reservation(r.workload, tuple(names[h] for h in r.hosts), r.ready_at) for r in held
         )
+        self._named = (held, named)
+        return named
 
     def event(self, now: datetime, whole: Snapshot | None = None) -> Plan:
         """An event pass at `now`; `whole`: the cluster's snapshot, to validate the pass's whole

@@ -191,6 +191,7 @@ class Simulation:
             if progress:
                 progress(t)
         self.world.advance(horizon)
+        self.recorder.flush()
         self.world.ledger.close(self.world.epoch0 + horizon)  # work still running is charged
         result.wall_seconds = time.perf_counter() - started
         return result

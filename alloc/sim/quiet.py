@@ -14,7 +14,7 @@ one vectorised placement test per distinct request shape.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,6 +36,22 @@ class _Hosts:
     ready: np.ndarray
     draining: np.ndarray
     maintenance: np.ndarray
+    world_index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    typed: dict[str | None, np.ndarray] = field(default_factory=dict)  # ready hosts of a type
+
+    def used(self, world: World) -> np.ndarray:
+        """GPUs in use per host of this cluster, now."""
+        return world.used_array[self.world_index]
+
+    def ready_of(self, gpu_type: str | None) -> np.ndarray:
+        """Ready hosts of a GPU type (any type: None). Read-only."""
+        mask = self.typed.get(gpu_type)
+        if mask is None:
+            mask = self.ready.copy()
+            if gpu_type is not None:
+                mask &= np.array([ty == gpu_type for ty in self.types], bool)
+            self.typed[gpu_type] = mask
+        return mask
 
 
 _last: list[_Hosts] = []  # a one-entry cache: the cluster of the last call
@@ -56,6 +72,7 @@ def _hosts(world: World) -> _Hosts:
         np.array([h.state is HostState.READY for h in hosts], bool),
         np.array([h.state.draining for h in hosts], bool),
         np.array([h.state is HostState.MAINTENANCE for h in hosts], bool),
+        np.array([world.host_index[h.name] for h in hosts], np.int64),
     )
     _last[:] = [table]
     return table
@@ -67,7 +84,7 @@ def nothing_to_decide(world: World) -> bool:
     now = world.now_s
     t = _hosts(world)
     index, cap, ready = t.index, t.cap, t.ready
-    used = np.fromiter((world.used[n] for n in t.names), np.int64, len(t.names))
+    used = t.used(world)
     if world.trouble:
         if np.any(t.draining & (used == 0)):
             return False  # an empty draining host is due to be handed over
@@ -152,7 +169,7 @@ def waiting_fits_free(
         else (world.queued[j] for j in only if j in world.queued)
     )
     t = _hosts(world)
-    used = np.fromiter((world.used[n] for n in t.names), np.int64, len(t.names))
+    used = t.used(world)
     free = np.where(t.ready, t.cap - used, 0)
     off = np.array([n in reserved for n in t.names], bool) if reserved else None
     seen: set[tuple[int, Topology, str | None, bool]] = set()
@@ -162,9 +179,7 @@ def waiting_fits_free(
         if key in seen:
             continue
         seen.add(key)
-        of_type = t.ready.copy()
-        if sj.job.gpu_type is not None:
-            of_type &= np.array([ty == sj.job.gpu_type for ty in t.types], bool)
+        of_type = t.ready_of(sj.job.gpu_type)
         if not of_type.any():
             continue
         # Its shape (one host, or whole hosts) comes from the ready hosts of its type;

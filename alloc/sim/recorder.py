@@ -97,6 +97,7 @@ class Recorder:
     preemptions: list[Preemption] = field(default_factory=list)
     drains: list[Drain] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
+    _since: dict[tuple[int, BudgetPath], float] = field(default_factory=dict)
 
     def advance(self, t: float) -> None:
         """Integrate the current rates from the last call up to `t`."""
@@ -124,11 +125,48 @@ class Recorder:
             if r.busy_util_gpus:
                 self.util.add(hour, r.busy_util * dt)
                 self.util_gpus.add(hour, r.busy_util_gpus * dt)
-            for leaf, gpus in r.delivered.items():
-                if gpus:
-                    self.delivered[leaf].add(hour, gpus * dt)
-            for leaf, gpus in r.demand.items():
-                if gpus:
-                    self.demand[leaf].add(hour, gpus * dt)
             start = end
         self.at_s = t
+
+    # Per team, the rates change far less often than anything else moves: each team's series
+    # is integrated when its own rate changes (and at `flush`), not at every event.
+
+    def delivered_change(self, leaf: BudgetPath, gpus: int) -> None:
+        """The team's allocated GPUs running change by `gpus`, now (`at_s`)."""
+        self._leaf_change(self.rates.delivered, self.delivered, leaf, gpus)
+
+    def demand_change(self, leaf: BudgetPath, gpus: int) -> None:
+        """The team's allocated demand changes by `gpus`, now (`at_s`)."""
+        self._leaf_change(self.rates.demand, self.demand, leaf, gpus)
+
+    def _leaf_change(
+        self,
+        rates: defaultdict[BudgetPath, int],
+        series: defaultdict[BudgetPath, Series],
+        leaf: BudgetPath,
+        gpus: int,
+    ) -> None:
+        key = (id(rates), leaf)
+        since = self._since.get(key, self.at_s)
+        _integrate(series[leaf], rates[leaf], since, self.at_s)
+        rates[leaf] += gpus
+        self._since[key] = self.at_s
+
+    def flush(self) -> None:
+        """Every team's series integrated up to `at_s` (before the series are read)."""
+        for rates, series in (
+            (self.rates.delivered, self.delivered),
+            (self.rates.demand, self.demand),
+        ):
+            for leaf in list(rates):
+                self._leaf_change(rates, series, leaf, 0)
+
+
+def _integrate(series: Series, rate: int, start: float, end: float) -> None:
+    if not rate:
+        return
+    while start < end:
+        hour = int(start // HOUR)
+        stop = min(end, (hour + 1) * HOUR)
+        series.add(hour, rate * (stop - start))
+        start = stop

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+import numpy as np
+
 from alloc.domain import (
     ROOT_PATH,
     BudgetPath,
@@ -50,6 +52,9 @@ class World:
         self.hosts: dict[HostName, Host] = {h.name: h for h in lab.cluster.hosts}
         self.removed: set[HostName] = set()
         self.used: dict[HostName, int] = {h: 0 for h in self.hosts}
+        # The same, as an array in the order of `hosts` (the quiet-round tests read it whole).
+        self.host_index = {name: i for i, name in enumerate(self.hosts)}
+        self.used_array = np.zeros(len(self.hosts), np.int64)
         self.drain_started: dict[HostName, float] = {}
         self.trouble = sum(1 for h in self.hosts.values() if h.state is not HostState.READY)
         for name, host in self.hosts.items():
@@ -177,9 +182,10 @@ class World:
         r = self.rates
         for name, gpus in sj.hosts.items():
             self.used[name] += sign * gpus
+            self.used_array[self.host_index[name]] += sign * gpus
             self._count(sj, sign * gpus, self.hosts[name].state is HostState.READY)
         if sj.allocated and sj.job.budget:
-            r.delivered[sj.job.budget] += sign * sj.job.gpus
+            self.recorder.delivered_change(sj.job.budget, sign * sj.job.gpus)
         if sj.job.util is not None:
             r.busy_util += sign * sj.job.gpus * sj.job.util
             r.busy_util_gpus += sign * sj.job.gpus
@@ -187,7 +193,7 @@ class World:
     def _demand(self, sj: SimJob, sign: int) -> None:
         leaf = self._funded_leaf(sj.job)
         if leaf is not None and sj.job.min_runtime_s > 0 and self.could_ever_run(sj):
-            self.rates.demand[leaf] += sign * sj.job.gpus
+            self.recorder.demand_change(leaf, sign * sj.job.gpus)
 
     # -- jobs ------------------------------------------------------------------------------
 

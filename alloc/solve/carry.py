@@ -74,6 +74,9 @@ class PassState:
     def __init__(self, ctx: RoundContext, load: Load, decisions: Iterable[Decision]) -> None:
         snapshot = ctx.snapshot
         self.hosts = ctx.hosts
+        self.ready_gpus = int(ctx.hosts.cap[ctx.hosts.ready].sum())
+        self.installed_gpus = int(ctx.hosts.cap.sum())
+        self.draining = bool(ctx.hosts.draining.any())
         self.policy = snapshot.policy
         self.budgets = snapshot.budgets
         self.cluster = snapshot.cluster

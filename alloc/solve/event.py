@@ -73,21 +73,21 @@ def event_pass(state: PassState, now: datetime) -> PassResult:
     problems = tuple(check_pass(state, decisions, touched))
     _record(state, decisions)
     hosts = state.hosts
-    drained = np.flatnonzero(hosts.draining & (load.used == 0))
-    ready = int(hosts.cap[hosts.ready].sum())
-    share = (lambda x: x / ready) if ready else (lambda x: 0.0)
+    names: tuple[HostName, ...] = ()
+    if state.draining:  # draining hosts its last work has left: ready for repair or removal
+        names = tuple(hosts.names[i] for i in np.flatnonzero(hosts.draining & (load.used == 0)))
+    ready = state.ready_gpus
     allocated = state.held_gpus[Occupancy.ALLOCATED]
     unallocated = state.held_gpus[Occupancy.UNALLOCATED]
     metrics = {
-        "occupancy": share(allocated + unallocated),
-        "allocated_occupancy": share(allocated),
-        "unallocated_occupancy": share(unallocated),
+        "occupancy": (allocated + unallocated) / ready if ready else 0.0,
+        "allocated_occupancy": allocated / ready if ready else 0.0,
+        "unallocated_occupancy": unallocated / ready if ready else 0.0,
         "ready_gpus": ready,
-        "installed_gpus": int(hosts.cap.sum()),
+        "installed_gpus": state.installed_gpus,
     }
     state.fresh.clear()
     state.grown.clear()
-    names = tuple(hosts.names[i] for i in drained)
     return PassResult(decisions, names, frozenset(touched), metrics, problems)
 
 

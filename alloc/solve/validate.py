@@ -26,7 +26,7 @@ from alloc.domain import (
 from alloc.policy.contract import Standing, runtime_delta, standings
 from alloc.solve.memo import RoundMemo
 from alloc.solve.placement import PlaceIndex, place
-from alloc.solve.problem import HostArrays, host_arrays, shape_of, shapes_of
+from alloc.solve.problem import HostArrays, host_arrays, shapes_of
 from alloc.solve.reserve import Held, off_reserved, reservations
 
 
@@ -196,7 +196,7 @@ def _start_shape(hosts: HostArrays, w: Workload, d: Decision) -> list[str]:
             out.append(f"{name}: starts on {hosts.names[h]}, which is not ready (1)")
         if w.gpu_type is not None and hosts.types[hosts.type_of[h]] != w.gpu_type:
             out.append(f"{name}: needs {w.gpu_type}, starts on {hosts.names[h]} (2)")
-    shape = shape_of(w, hosts)
+    shape = shapes_of((w,), hosts)[w.id]  # the memo of shape_of on these hosts
     gpus = sum(d.hosts.values())
     if shape.single:
         if len(idx) != 1 or gpus != w.gpus:

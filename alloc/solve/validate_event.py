@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from alloc.domain import Action, Decision, Occupancy, Snapshot
-from alloc.policy.contract import standings
+from alloc.policy.contract import standing
 from alloc.policy.weights import Tier
 from alloc.solve.carry import PassState, Queued
 from alloc.solve.placement import PlaceIndex, place
@@ -36,14 +36,15 @@ def check_pass(
     decided = [view[d.workload] for d in decisions if d.workload in view]
     if len({w.id for w in decided}) != len(decided):
         problems.append("a workload has more than one decision")
-    mini = Snapshot(state.now, state.policy, state.cluster, state.budgets, {}, tuple(decided))
-    st = standings(mini)
+    # The contract recomputed for each decided workload, as `validate` does.
+    at = Snapshot(state.now, state.policy, state.cluster, state.budgets, {}, ())
     max_rt = state.policy.max_min_runtime_s
     for d in decisions:
         w = view.get(d.workload)
         if w is None:
             continue
-        s = st[w.id]
+        s = standing(at, w)
+        mini = at
         problems += decision_problems(mini, hosts, w, d, s, max_rt)
         if d.action is Action.PREEMPT and s.occupancy is Occupancy.ALLOCATED:
             problems.append(f"{w.id}: an event pass preempts allocated work (9)")
@@ -70,12 +71,14 @@ def _unallocated_yields(state: PassState, touched: list[int]) -> list[str]:
     if unallocated is None or not load.reclaim_total.get(Tier.UNALLOCATED) or not touched:
         return []  # as `validate`: with no unallocated work anywhere there is nothing to yield
     room = np.where(hosts.ready, np.maximum(hosts.cap - load.used, 0) + unallocated, 0)
-    near = [h for h in touched if hosts.ready[h]]
+    near = [h for h in touched if hosts.ready[h] and room[h] > 0]
     if not near:
         return []
+    most = max(int(room[h]) for h in near)
+    whole = any(room[h] == hosts.cap[h] for h in near)
     out = []
     seen: set[int] = set()
-    for q in _allocated_kinds(state):
+    for q in _allocated_kinds(state, most, whole):
         shape = state.shape(q)
         if id(shape) in seen:
             continue
@@ -91,11 +94,14 @@ def _unallocated_yields(state: PassState, touched: list[int]) -> list[str]:
     return out
 
 
-def _allocated_kinds(state: PassState) -> Iterator[Queued]:
-    """A waiting allocated workload of each request (and each gang a reservation is held for,
-    whose shape is its own)."""
+def _allocated_kinds(state: PassState, most: int, whole: bool) -> Iterator[Queued]:
+    """A waiting allocated workload of each request that may fit a room of `most` GPUs on one
+    host (any request, whole hosts being needed, if some host's room is whole), and each gang
+    a reservation is held for (whose shape is its own)."""
     load = state.load
-    for members in state.by_request.values():
+    for (gpus, _, _), members in state.by_request.items():
+        if gpus > most and not whole:
+            continue
         for wid in members:
             q = state.queued[wid]
             if (
