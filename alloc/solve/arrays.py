@@ -29,6 +29,9 @@ class ArrayModel:
     n_vars: int = 0
     n_rows: int = 0
     offset: float = 0.0
+    # The vectors and the CSR matrix, built once per model (every backend call of a round
+    # reads them: the LP, the neighbourhood, the whole model); reset when the model grows.
+    _built: tuple[tuple[np.ndarray, ...], sp.csr_matrix] | None = None
 
     def variables(
         self,
@@ -39,6 +42,7 @@ class ArrayModel:
         integer: bool,
     ) -> np.ndarray:
         """Add `n` variables; returns their indices."""
+        self._built = None
         idx = np.arange(self.n_vars, self.n_vars + n, dtype=np.int64)
         self.lb.append(np.broadcast_to(np.asarray(lb, float), (n,)).copy())
         self.ub.append(np.broadcast_to(np.asarray(ub, float), (n,)).copy())
@@ -51,6 +55,7 @@ class ArrayModel:
         self, family: str, n: int, lo: float | np.ndarray, hi: float | np.ndarray
     ) -> np.ndarray:
         """Add `n` constraint rows lo <= A x <= hi of one family; returns their indices."""
+        self._built = None
         idx = np.arange(self.n_rows, self.n_rows + n, dtype=np.int64)
         self.rows_lo.append(np.broadcast_to(np.asarray(lo, float), (n,)).copy())
         self.rows_hi.append(np.broadcast_to(np.asarray(hi, float), (n,)).copy())
@@ -60,11 +65,18 @@ class ArrayModel:
         return idx
 
     def terms(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray | float) -> None:
+        self._built = None
         rows = np.asarray(rows, np.int64)
         cols = np.asarray(cols, np.int64)
         self.coo_rows.append(rows)
         self.coo_cols.append(cols)
         self.coo_vals.append(np.broadcast_to(np.asarray(vals, float), rows.shape).copy())
+
+    def built(self) -> tuple[tuple[np.ndarray, ...], sp.csr_matrix]:
+        """(vectors, matrix), made once until the model changes (read-only)."""
+        if self._built is None:
+            self._built = (self.vectors(), self.matrix())
+        return self._built
 
     def matrix(self) -> sp.csr_matrix:
         if not self.coo_rows:

@@ -100,7 +100,7 @@ def solve_milp(
             seconds,
             "the greedy plan is within the gap of the LP bound",
         )
-    integer = rm.model.vectors()[3]
+    integer = rm.model.built()[0][3]
     agree = integer & (np.abs(lp.values - start) < INTEGRAL)
     # The neighbourhood is small: solve it to a tight gap whatever the policy's stopping gap,
     # else a warm start already within that gap would be returned unchanged.

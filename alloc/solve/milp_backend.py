@@ -51,13 +51,13 @@ def solve(
     """Solve `mdl`; `fixed` (a mask) pins those variables to their `hint` values; `relax` drops
     integrality (the LP relaxation, whose optimum bounds every integer solution)."""
     start = time.perf_counter()
-    lb, ub, obj, integer, lo, hi = mdl.vectors()
+    (lb, ub, obj, integer, lo, hi), matrix = mdl.built()
     if fixed is not None:
         assert hint is not None
         lb, ub = lb.copy(), ub.copy()
         lb[fixed] = ub[fixed] = hint[fixed]
     helper = mbh.ModelBuilderHelper()
-    helper.fill_model_from_sparse_data(lb, ub, obj, lo, hi, mdl.matrix())  # type: ignore[arg-type]
+    helper.fill_model_from_sparse_data(lb, ub, obj, lo, hi, matrix)  # type: ignore[arg-type]
     if not relax:
         for i in np.flatnonzero(integer).tolist():
             helper.set_var_integrality(i, True)
