@@ -1,12 +1,18 @@
-"""Simulation benchmarks (issue 3): `.venv/bin/python -m benchmarks.simulation [--quick]`.
+"""Simulation benchmarks (issues 3 and 14): `.venv/bin/python -m benchmarks.simulation [--quick]
+[--only LABEL,...]`.
 
-- The synthetic 1,024-GPU lab (alloc.sim.synthetic, seed 1) for 30 days under milp, greedy,
-  legacy-priority and fifo, and for 7 days (its own 7-day trace) under milp and greedy: the
-  MILP's 30 days take hours on this machine, the 7 days compare the two policies on one input.
+- The synthetic 1,024-GPU lab (alloc.sim.synthetic) for 30 days: seed 1 under milp, greedy,
+  legacy-priority and fifo with the two kinds of rounds (event passes between full rounds,
+  models/round.md 9); seeds 1-3 under milp and greedy with a full round on every event as
+  well (`--rounds full`, the model before event passes), so that the quality of the two
+  models is compared over several seeds in one run (`synthetic-full`, `synthetic-s2`,
+  `synthetic-s2-full`, ...); seed 1 with every pass's whole plan validated from scratch
+  (`synthetic-validated`); and 7 days (its own 7-day trace) under milp and greedy (the
+  README's first command is the 7-day milp run).
 - The full Microsoft Philly trace (82,247 jobs submitted over 108 days, replayed for 110 from
   its first day's midnight; CC BY 4.0, ATC'19) imported with `alloc trace import philly`
   (cluster sized from its node counts, 8 GPUs a node), under greedy, milp, legacy-priority and
-  fifo.
+  fifo, and on a quarter of the cluster (2 GPUs a node).
 
 Every run is a fresh process (its peak memory is its own); the figures and their targets are
 written between markers into benchmarks/RESULTS.md (and raw into results-simulation.json).
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -36,9 +43,27 @@ TRACES = REPO.parent / "shared" / "traces"
 OUT = Path("/tmp/alloc-bench-sim")
 BEGIN, END = "<!-- simulation:begin -->", "<!-- simulation:end -->"
 POLICIES = ("milp", "greedy", "legacy-priority", "fifo")
-SOURCES = ("synthetic", "synthetic-7d", "philly", "philly-2gpu")
-SHORT_POLICIES = ("milp", "greedy")  # synthetic-7d: the MILP's 30 days take hours here
+CONTRACT = ("milp", "greedy")  # the policies with two kinds of rounds
+SEEDS = (1, 2, 3)
+# source label -> (seed, rounds, validate every pass); the synthetic lab's 30-day runs
+SYNTHETIC = {
+    "synthetic": (1, "events", False),
+    "synthetic-full": (1, "full", False),
+    "synthetic-validated": (1, "events", True),
+    **{f"synthetic-s{s}": (s, "events", False) for s in SEEDS[1:]},
+    **{f"synthetic-s{s}-full": (s, "full", False) for s in SEEDS[1:]},
+}
+SOURCES = (*SYNTHETIC, "synthetic-7d", "philly", "philly-2gpu")
 LABELS = [f"{source}/{policy}" for source in SOURCES for policy in POLICIES]
+
+
+def seed_labels(policy: str, rounds: str) -> list[str]:
+    """The 30-day synthetic runs of `policy` with that round model, seeds 1-3 in order."""
+    suffix = "-full" if rounds == "full" else ""
+    return [
+        (f"synthetic{suffix}" if s == 1 else f"synthetic-s{s}{suffix}") + f"/{policy}"
+        for s in SEEDS
+    ]
 
 
 def child(spec_json: str) -> None:
@@ -67,14 +92,21 @@ def specs(quick: bool, only: set[str] | None = None) -> list[dict[str, Any]]:
     from alloc.sim.synthetic import SyntheticLab, synthetic_lab
 
     days = 3.0 if quick else 30.0
-    lab, _ = synthetic_lab(SyntheticLab(days=days))
-    lab_text = dump_instance(lab, "synthetic lab (alloc.sim.synthetic, seed 1)")
     out = []
-    for policy in POLICIES:
-        out.append(dict(label=f"synthetic/{policy}", lab_yaml=lab_text, lab_file="synthetic",
-                        policy=policy, days=days, out=str(OUT / f"synthetic-{policy}")))
+    for source, (seed, rounds, validated) in SYNTHETIC.items():
+        if quick and source != "synthetic":
+            continue
+        lab, _ = synthetic_lab(SyntheticLab(days=days, seed=seed))
+        lab_text = dump_instance(lab, f"synthetic lab (alloc.sim.synthetic, seed {seed})")
+        for policy in POLICIES if source == "synthetic" else CONTRACT:
+            out.append(dict(label=f"{source}/{policy}", lab_yaml=lab_text, lab_file="synthetic",
+                            policy=policy, days=days, seed=seed, rounds=rounds,
+                            validate_passes=validated,
+                            out=str(OUT / f"{source}-{policy}")))
     if not quick:
-        for policy in SHORT_POLICIES:
+        lab, _ = synthetic_lab(SyntheticLab(days=7.0))
+        lab_text = dump_instance(lab, "synthetic lab (alloc.sim.synthetic, seed 1)")
+        for policy in CONTRACT:
             out.append(dict(label=f"synthetic-7d/{policy}", lab_yaml=lab_text,
                             lab_file="synthetic", policy=policy, days=7.0,
                             out=str(OUT / f"synthetic-7d-{policy}")))
@@ -118,11 +150,12 @@ def _idle(r: dict[str, Any]) -> str:
 
 def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     by = {r["label"]: r for r in results}
-    lines = [BEGIN, "", "## Simulation (issue 3)", "",
+    lines = [BEGIN, "", "## Simulation (issues 3 and 14)", "",
              f"`.venv/bin/python -m benchmarks.simulation`, last written {when}; {machine_line}. "
              "Each run is its own process (at most two at a time on the 2 cores) and names "
              "the commit it measured.", ""]
-    head = ("| run | simulation s (process s) | peak MiB | rounds run (skipped as quiet) "
+    head = ("| run | simulation s (process s) | peak MiB "
+            "| full rounds (skipped as quiet) + event passes "
             "| delivered/owed | worst team "
             "| occupancy while queued (idle: waiting work fit / nothing fit) "
             "| debug p90 | small p90 | large p90 (never started) "
@@ -138,7 +171,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
         lines.append(
             f"| {r['label']} | {r['wall_seconds']:.0f} ({r['process_seconds']:.0f}) | "
             f"{r['peak_mib']:.0f} | {r['rounds']} "
-            f"({r['skipped_rounds']}) | {pct(r['delivered_over_owed'], 2)} | "
+            f"({r['skipped_rounds']}) + {r.get('event_passes', 0)} | "
+            f"{pct(r['delivered_over_owed'], 2)} | "
             f"{worst.get('budget', '-')} {pct(worst.get('delivered_over_owed'), 2)} | "
             f"{pct(r['occupancy_while_queued'], 2)}{_idle(r)} | {_s(w['debug']['p90'])} | "
             f"{_s(w['small']['p90'])} | {_s(w['large']['p90'])} "
@@ -158,9 +192,6 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     sg, sm = "synthetic/greedy", "synthetic/milp"
     sg7, sm7 = "synthetic-7d/greedy", "synthetic-7d/milp"
     rows = [
-        ("30 days synthetic, greedy <= 10 s", get(sg, "wall_seconds"),
-         lambda v: v <= 10),
-        ("30 days synthetic, milp <= 120 s", get(sm, "wall_seconds"), lambda v: v <= 120),
         ("Philly (whole trace, 110 days), greedy <= 120 s", get("philly/greedy", "wall_seconds"),
          lambda v: v <= 120),
         ("Philly, greedy < 2 GiB", get("philly/greedy", "peak_mib"), lambda v: v < 2048),
@@ -200,12 +231,90 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     for name, value, test in rows:
         shown = "-" if value is None else (f"{value:.4g}" if isinstance(value, float) else value)
         lines.append(f"| {name} | {shown} | {verdict(None if value is None else test(value))} |")
+    lines += ["", "### Issue 14: event passes between full rounds", "",
+              "Two kinds of rounds (models/round.md 9) against a full round on every event "
+              "(`--rounds full`), seeds 1-3 of the synthetic lab, 30 days each. Deltas are "
+              "events minus full, in points; median (range) over the seeds.", ""]
+    lines += ["| policy | delivered/owed | worst team | occupancy while queued "
+              "| debug p90 wait, events (full) | simulation s, events (full), seed 1 |",
+              "|---|---|---|---|---|---|"]
+    for policy in CONTRACT:
+        ev = [by.get(lab) for lab in seed_labels(policy, "events")]
+        full = [by.get(lab) for lab in seed_labels(policy, "full")]
+        pairs = [(e, f) for e, f in zip(ev, full, strict=True) if _ok(e) and _ok(f)]
+        cells = []
+        for keys in (("delivered_over_owed",), ("worst_team", "delivered_over_owed"),
+                     ("occupancy_while_queued",)):
+            deltas = [100 * (_get(e, *keys) - _get(f, *keys)) for e, f in pairs
+                      if _get(e, *keys) is not None and _get(f, *keys) is not None]
+            cells.append(_spread(deltas))
+        debug = ", ".join(f"{_s(_get(e, 'wait_s', 'debug', 'p90'))} "
+                          f"({_s(_get(f, 'wait_s', 'debug', 'p90'))})" for e, f in pairs)
+        walls = (f"{_get(ev[0], 'wall_seconds'):.0f} ({_get(full[0], 'wall_seconds'):.0f})"
+                 if _ok(ev[0]) and _ok(full[0]) else "-")
+        lines.append(f"| {policy} | {' | '.join(cells)} | {debug or '-'} | {walls} |")
+    lines += ["", "| target (issue 14) | measured | verdict |", "|---|---|---|"]
+    rows14: list[tuple[str, Any, Any]] = [
+        ("30 days synthetic, seed 1, greedy <= 20 s (stretch 10 s)",
+         get(sg, "wall_seconds"), lambda v: v <= 20),
+        ("30 days synthetic, seed 1, milp <= 120 s", get(sm, "wall_seconds"),
+         lambda v: v <= 120),
+        ("30 days synthetic, greedy and milp: peak memory < 1 GiB",
+         max((get(x, "peak_mib") or 0) for x in (sg, sm)) or None, lambda v: v < 1024),
+        ("Philly (whole trace, 110 days), greedy <= 40 s",
+         get("philly/greedy", "wall_seconds"), lambda v: v <= 40),
+    ]
+    for policy in CONTRACT:
+        pairs = [(by.get(e), by.get(f)) for e, f in
+                 zip(seed_labels(policy, "events"), seed_labels(policy, "full"), strict=True)]
+        pairs = [(e, f) for e, f in pairs if _ok(e) and _ok(f)]
+
+        def median_delta(keys: tuple[str, ...], pairs=pairs) -> float | None:
+            d = [100 * (_get(e, *keys) - _get(f, *keys)) for e, f in pairs
+                 if _get(e, *keys) is not None and _get(f, *keys) is not None]
+            return statistics.median(d) if d else None
+
+        rows14 += [
+            (f"{policy}: delivered/owed within 0.5 points of full rounds (median delta)",
+             median_delta(("delivered_over_owed",)), lambda v: abs(v) <= 0.5 or v > 0),
+            (f"{policy}: worst team within 1 point (median delta)",
+             median_delta(("worst_team", "delivered_over_owed")), lambda v: v >= -1.0),
+            (f"{policy}: debug p90 wait <= 60 s (worst seed, s)",
+             max((_get(e, "wait_s", "debug", "p90") for e, _ in pairs), default=None),
+             lambda v: v <= 60),
+            (f"{policy}: occupancy while queued no lower (median delta, points)",
+             median_delta(("occupancy_while_queued",)), lambda v: v >= 0),
+            (f"{policy}: invariant violations with every pass validated whole",
+             get(f"synthetic-validated/{policy}", "invariant_violations"), lambda v: v == 0),
+        ]
+    for name, value, test in rows14:
+        shown = "-" if value is None else (f"{value:.4g}" if isinstance(value, float) else value)
+        lines.append(f"| {name} | {shown} | {verdict(None if value is None else test(value))} |")
     lines += ["", f"Philly rows: {PHILLY_CREDIT}.", ""]
     notes = HERE / "simulation-notes.md"  # the written reading of these figures, kept by hand
     if notes.exists():
         lines += [notes.read_text(encoding="utf-8").rstrip(), ""]
     lines += [END]
     return "\n".join(lines) + "\n"
+
+
+def _ok(r: dict[str, Any] | None) -> bool:
+    return r is not None and "error" not in r
+
+
+def _get(r: dict[str, Any] | None, *keys: str) -> Any:
+    v: Any = r or {}
+    for k in keys:
+        v = v.get(k) if isinstance(v, dict) else None
+    return v
+
+
+def _spread(values: list[float]) -> str:
+    """Median (min to max) in points, signed."""
+    if not values:
+        return "-"
+    return (f"{statistics.median(values):+.2f} ({min(values):+.2f} to {max(values):+.2f})"
+            if len(values) > 1 else f"{values[0]:+.2f}")
 
 
 def _below(value: float, other: float | None, factor: float = 1.0) -> bool | None:
