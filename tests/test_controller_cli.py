@@ -217,3 +217,40 @@ def test_a_change_in_the_cluster_starts_a_round_before_the_interval_is_over(conf
     assert kinds == ["full", "event", "event"]
     assert [r["kind"] for r in reversed(store.rounds())] == ["full", "event", "event"]
     store.close()
+
+
+def test_event_passes_start_nothing_a_full_round_must_rebalance_for(config):
+    # Rounds 15 min apart (the simulated cluster's step). t = 0: a full round starts nlp's a
+    # and b. c (vision, 8 GPUs) arrives at 30 min: the passes at 30, 45 and 60 min leave it
+    # waiting (the pass that first sees it records the wait: the executor holds it), even at
+    # 60 min when a's and b's protection has ended, since a pass never preempts allocated
+    # work. The full round at 75 min rebalances: vision is owed its half, so one of nlp's
+    # runs is preempted and c starts. Every plan is validated whole before it is applied.
+    from alloc.controller import Controller
+    from alloc.controller.build import executor_for
+    from alloc.io.controller_config import load_controller_config
+
+    settings = load_controller_config(config)
+    executor = executor_for(settings)
+    store = StateStore(settings.state_url)
+    controller = Controller(executor, store)
+    kinds = [False, True, True, True, True, False]  # event?
+    outcomes = [controller.round_once(event=e) for e in kinds]
+    assert [o.error for o in outcomes] == [""] * 6
+    assert [o.kind for o in outcomes] == ["full", "event", "event", "event", "event", "full"]
+    assert [(o.started, o.preempted) for o in outcomes] == [
+        (2, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (1, 1),
+    ]
+    # The pass at 30 min recorded c's wait; the full round, c's start.
+    third = store.decisions_of(outcomes[2].round_id)
+    assert [(d["workload"], d["action"]) for d in third] == [("c", "wait")]
+    last = store.last_decisions(["a", "b", "c"])
+    assert last["c"]["action"] == "start" and last["c"]["kind"] == "full"
+    # The outcome's plan is whole (for metrics and reports): one decision per workload.
+    assert {d.workload for d in outcomes[2].plan.decisions} == {"a", "b", "c"}
+    store.close()

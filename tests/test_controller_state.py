@@ -152,3 +152,30 @@ def test_plans_actions_and_budget_changes_are_kept(store):
     store.change_share(1003.0, "pm", "a", 0.4, 0.3)
     assert store.shares() == {"a": 0.3}
     assert [(c["old"], c["new"]) for c in store.budget_history()] == [(0.5, 0.4), (0.4, 0.3)]
+
+
+def test_a_state_database_from_before_round_kinds_is_upgraded_in_place(tmp_path):
+    # A database written before rounds had a kind (every round then was a full round): the
+    # store adds the column, reads the old rounds as full ones and records new rounds' kinds.
+    import sqlite3
+    from datetime import UTC, datetime
+
+    from alloc.domain import Plan, SolverReport
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE rounds (id INTEGER PRIMARY KEY AUTOINCREMENT, at_s FLOAT NOT NULL, "
+            "solver VARCHAR(20) NOT NULL, status VARCHAR(20) NOT NULL, objective FLOAT NOT NULL,"
+            " gap FLOAT, solve_seconds FLOAT NOT NULL, note VARCHAR(2000) NOT NULL, "
+            "applied_s FLOAT)"
+        )
+        db.execute(
+            "INSERT INTO rounds (at_s, solver, status, objective, solve_seconds, note) "
+            "VALUES (1.0, 'milp', 'optimal', 0.0, 0.1, '')"
+        )
+    store = StateStore(f"sqlite:///{path}")
+    report = SolverReport("event", "event", 0.0, None, None, 0.0)
+    store.record_plan(2.0, Plan(datetime.now(UTC), report, (), kind="event"))
+    assert [r["kind"] for r in reversed(store.rounds())] == ["full", "event"]
+    store.close()

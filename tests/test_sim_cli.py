@@ -407,6 +407,7 @@ def test_a_duplicate_job_id_names_both_lines(files, tmp_path):
         (["--trace", "{dir}/missing.csv"], ["missing.csv", "no such file"]),
         (["--trace", "{trace}", "--legacy-top", "1.5"], ["--legacy-top"]),
         (["--trace", "{trace}", "--legacy-cap", "-1"], ["--legacy-cap"]),
+        (["--trace", "{trace}", "--rounds", "sometimes"], ["--rounds", "sometimes"]),
     ],
     ids=[
         "trace-and-synthetic",
@@ -418,6 +419,7 @@ def test_a_duplicate_job_id_names_both_lines(files, tmp_path):
         "missing-trace",
         "legacy-top-above-1",
         "legacy-cap-negative",
+        "rounds-unknown",
     ],
 )
 def test_bad_options_of_simulate_are_bad_input(files, tmp_path, args, named):
@@ -452,6 +454,40 @@ def test_a_bad_lab_is_bad_input(files, tmp_path):
 def test_unknown_policy_in_whatif_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
     assert_bad_input(whatif(files, out, "--policies", "greedy,best"), out, "--policies", "best")
+
+
+def test_an_unknown_round_model_in_whatif_is_bad_input(files, tmp_path):
+    out = tmp_path / "out"
+    assert_bad_input(whatif(files, out, "--rounds", "half"), out, "--rounds", "half")
+
+
+def test_the_round_models_and_full_validation_are_run_and_reported(files, tmp_path):
+    # The same small lab simulated with event passes (validated whole) and with a full round
+    # on every event: both keep every invariant, and metrics.json and rounds.csv say which
+    # rounds ran.
+    import csv
+    import json
+
+    trace = write(
+        tmp_path,
+        "odd.csv",
+        "id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology\n"
+        "j1,p/x,8,7,3601,1h,true,0,\nj2,b,4,611,1799,30m,false,1,any\nj3,,2,13,7200,0,true,0,\n",
+    )
+    runs = {}
+    for model, extra in (("events", ["--validate-passes"]), ("full", [])):
+        out = tmp_path / model
+        result = run(
+            "simulate", files["lab.yaml"], "--trace", trace, "--days", "0.1", "--out", out,
+            "--rounds", model, *extra,
+        )
+        assert result.exit_code == 0, result.output
+        runs[model] = json.loads((out / "metrics.json").read_text())
+        kinds = {r["kind"] for r in csv.DictReader((out / "rounds.csv").open())}
+        assert kinds == ({"full", "event"} if model == "events" else {"full"})
+    assert runs["events"]["round_model"] == "events" and runs["events"]["event_passes"] > 0
+    assert runs["full"]["round_model"] == "full" and runs["full"]["event_passes"] == 0
+    assert runs["events"]["invariant_violations"] == runs["full"]["invariant_violations"] == 0
 
 
 def test_whatif_into_a_folder_with_other_runs_says_they_are_not_compared(files, tmp_path):

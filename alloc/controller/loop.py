@@ -47,7 +47,7 @@ log = logging.getLogger("alloc.controller")
 class RoundOutcome:
     at_s: float
     round_id: int | None = None
-    plan: Plan | None = None
+    plan: Plan | None = None  # whole: an event pass's decisions and every other workload's state
     snapshot: Snapshot | None = None  # what the round saw (with the ledger's usage)
     report: ApplyReport | None = None  # what the executor did
     kind: str = "full"  # full round | event pass
@@ -114,7 +114,7 @@ class Controller:
         return RoundOutcome(
             now_s,
             round_id,
-            plan,
+            self.rounds.whole(plan, snapshot),  # a pass's whole plan: metrics, reports
             snapshot,
             report,
             kind=plan.kind,

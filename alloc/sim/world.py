@@ -83,7 +83,7 @@ class World:
         self.running: dict[WorkloadId, SimJob] = {}
         # Jobs that arrived, started, stopped or ended since the engine last looked (it tells
         # the state event passes carry: alloc.rounds)
-        self.touched: set[WorkloadId] = set()
+        self.touched: dict[WorkloadId, None] = {}  # in the order they happened
         self.ready_integral = RunningIntegral()
         self._init_rates()
         # Before t0 the cluster is taken as it is at t0, and the lab's usage as spread evenly
@@ -202,14 +202,14 @@ class World:
         sj.state = "queued"
         self.queued[job_id] = sj
         self._queue_shape(sj, +1)
-        self.touched.add(job_id)
+        self.touched[job_id] = None
         self.rates.queued += sj.job.gpus
         self._demand(sj, +1)
 
     def start(self, job_id: WorkloadId, hosts: dict[HostName, int], allocated: bool) -> Started:
         sj = self.queued.pop(job_id)
         self._queue_shape(sj, -1)
-        self.touched.add(job_id)
+        self.touched[job_id] = None
         self.rates.queued -= sj.job.gpus
         sj.state = "running"
         sj.hosts = dict(hosts)
@@ -230,7 +230,7 @@ class World:
         self._held(sj, -1)
         self.ledger.stop(sj.job.id, self.epoch0 + self.now_s)
         del self.running[sj.job.id]
-        self.touched.add(sj.job.id)
+        self.touched[sj.job.id] = None
         sj.version += 1
         sj.cached = None
         ran = self.now_s - sj.seg_start_s

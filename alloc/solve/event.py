@@ -176,13 +176,16 @@ def _priority(state: PassState, load: Load, started: dict[WorkloadId, dict[int, 
     changed = False
     for (budget, occupancy), starts in groups.items():
         lowest = min(state.queued[a].workload.priority for a in starts)
-        waiting = [
-            b
-            for b in state.groups.get((budget, occupancy), ())
-            if b not in started
-            and state.queued[b].placeable
-            and state.queued[b].workload.priority > lowest
-        ]
+        waiting = sorted(  # in the order, as the repair's swap takes them
+            (
+                b
+                for b in state.groups.get((budget, occupancy), ())
+                if b not in started
+                and state.queued[b].placeable
+                and state.queued[b].workload.priority > lowest
+            ),
+            key=state.order_key,
+        )
         if not waiting:
             continue
         members = waiting + starts
