@@ -48,11 +48,16 @@ class Rounds:
     memo: RoundMemo = field(default_factory=RoundMemo)  # what one full round leaves the next
     _named: tuple[list[Held], tuple[Reservation, ...]] | None = None
 
-    def full(self, snapshot: Snapshot) -> RoundResult:
-        """A full round; what it leaves is the state the next passes start from (once the
-        caller has synced what the cluster did with its plan)."""
+    def full(self, snapshot: Snapshot, synced: bool = False) -> RoundResult:
+        """A full round; what it leaves is the state the next passes start from. `synced`: the
+        caller has told the state everything up to `snapshot` (the simulator does), so the
+        state is rebased on the round instead of built anew (the same state, cheaper)."""
         result = solve_round(snapshot, self.options, self.memo)
-        self.state = PassState(result.context, result.load, result.plan.decisions)
+        ctx, load, decisions = result.context, result.load, result.plan.decisions
+        if synced and self.state is not None and self.state.cluster is snapshot.cluster:
+            self.state.rebase(ctx, load, decisions)
+        else:
+            self.state = PassState(ctx, load, decisions)
         return result
 
     @property

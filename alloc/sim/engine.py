@@ -264,6 +264,10 @@ class Simulation:
             self._sync()
             snapshot = self.executor.snapshot() if rounds.validate_whole else None
             return snapshot, rounds.event(self.world.at(self.world.now_s), snapshot)
+        if rounds is not None and rounds.fits(self.world.cluster()):
+            self._sync()  # the state is the snapshot's: the round rebases it
+            snapshot = self.executor.snapshot()
+            return snapshot, rounds.full(snapshot, synced=True).plan
         snapshot = self.executor.snapshot()
         self.world.touched.clear()  # what the snapshot shows; later changes are synced
         if rounds is not None:

@@ -63,23 +63,55 @@ class Queued:
     funded: bool
     request: Request
     placeable: bool  # fits the empty ready cluster: else no round can start it
-    ranked: bool  # counted against its node's entitlement (see PassState._tiers)
 
 
 class PassState:
     """The state between full rounds, as a full round's plan leaves the cluster: built from the
     round's context and the assignment its plan was made from (`sync` then corrects for what
-    the cluster did otherwise, e.g. a start that failed)."""
+    the cluster did otherwise, e.g. a start that failed). The next full round on the same
+    cluster `rebase`s it: what the round decides anew (order, entitlements, reservations, the
+    assignment) is taken from it, the queue is kept and moved by the round's plan."""
 
     def __init__(self, ctx: RoundContext, load: Load, decisions: Iterable[Decision]) -> None:
         snapshot = ctx.snapshot
+        self.cluster = snapshot.cluster
         self.hosts = ctx.hosts
         self.ready_gpus = int(ctx.hosts.cap[ctx.hosts.ready].sum())
         self.installed_gpus = int(ctx.hosts.cap.sum())
         self.draining = bool(ctx.hosts.draining.any())
+        self.view: dict[WorkloadId, Workload] = dict(snapshot.by_id)
+        self.last: dict[WorkloadId, Decision] = {}
+        self.queued: dict[WorkloadId, Queued] = {}
+        self.by_request: defaultdict[Request, set[WorkloadId]] = defaultdict(set)
+        self.groups: defaultdict[Group, set[WorkloadId]] = defaultdict(set)
+        self.tier: dict[WorkloadId, Tier] = {}
+        self.key: dict[WorkloadId, tuple[object, ...]] = {}
+        self.dirty: set[BudgetPath | None] = set()
+        self.fresh: set[WorkloadId] = set()  # queued since the last pass
+        self.grown: set[int] = set()  # hosts whose room grew since the last pass
+        self._take_round(ctx, load)
+        for w in snapshot.workloads:
+            if not w.running:
+                self._enqueue(w)
+        self.fresh.clear()  # the round has decided them
+        self._move(decisions)
+
+    def rebase(self, ctx: RoundContext, load: Load, decisions: Iterable[Decision]) -> None:
+        """A full round on the cluster this state is kept in step with (its view is the
+        round's snapshot): take the round's order, entitlements, reservations and assignment,
+        and move the queue as its plan does."""
+        assert ctx.snapshot.cluster is self.cluster
+        self._take_round(ctx, load)
+        for w in ctx.snapshot.workloads:  # keys anew, in the snapshot's order (as __init__)
+            if not w.running:
+                q = self.queued[w.id]
+                self.key[w.id] = self._key(q)
+        self._move(decisions)
+
+    def _take_round(self, ctx: RoundContext, load: Load) -> None:
+        snapshot = ctx.snapshot
         self.policy = snapshot.policy
         self.budgets = snapshot.budgets
-        self.cluster = snapshot.cluster
         self.now: datetime = snapshot.now
         share = ctx.share
         self.ratios = share.ratios
@@ -101,33 +133,23 @@ class PassState:
         }
         self.seq = 0
         self.arrival_key: dict[WorkloadId, tuple[float, ...]] = {}
+        # Work queued at the round that the round could not rank (a gang protected work leaves
+        # no room for) takes no place in the order and counts against nothing, as in the round.
+        self.unranked = {
+            wid
+            for wid, s in ctx.standings.items()
+            if s.occupancy is Occupancy.ALLOCATED
+            and not s.workload.running
+            and wid not in share.rank
+        }
+        self._path_ratios: dict[BudgetPath | None, tuple[float, ...]] = {}
         self.reservations: list[Held] = list(ctx.reservations)
         self._set_reserved()
         # The live state: the plan's assignment (running work held where it runs, unallocated
-        # work displaceable at what a preemption would cost, as in the round) and its view.
+        # work displaceable at what a preemption would cost, as in the round).
         self.load = load
-        self.view: dict[WorkloadId, Workload] = dict(snapshot.by_id)
-        self.last: dict[WorkloadId, Decision] = {}
-        self.queued: dict[WorkloadId, Queued] = {}
-        self.by_request: defaultdict[Request, set[WorkloadId]] = defaultdict(set)
-        self.groups: defaultdict[Group, set[WorkloadId]] = defaultdict(set)
         self.running_alloc: defaultdict[BudgetPath, int] = defaultdict(int)
-        self.tier: dict[WorkloadId, Tier] = {}
-        self.key: dict[WorkloadId, tuple[float, ...]] = {}
-        self.dirty: set[BudgetPath | None] = set()
-        self.fresh: set[WorkloadId] = set()  # queued since the last pass
-        self.grown: set[int] = set()  # hosts whose room grew since the last pass
         self.held_gpus = {Occupancy.ALLOCATED: 0, Occupancy.UNALLOCATED: 0}  # on ready hosts
-        now = snapshot.now
-        requeued = []
-        for d in decisions:
-            self.last[d.workload] = d
-            w = self.view[d.workload]
-            if d.action is Action.START:
-                self.view[w.id] = replace(w, started=now, hosts=d.hosts)
-            elif d.action is Action.PREEMPT:
-                self.view[w.id] = replace(w, started=None, hosts=MappingProxyType({}))
-                requeued.append(w.id)
         ready = self.hosts.ready
         st = ctx.standings
         for wid, placement in load.held.items():
@@ -137,14 +159,25 @@ class PassState:
             if s.occupancy is Occupancy.ALLOCATED:
                 assert s.workload.budget is not None
                 self.running_alloc[s.workload.budget] += on_ready
-        for w in self.view.values():
-            if not w.running:
-                # Work the round could not rank (a gang protected work leaves no room for)
-                # takes no place in the order and counts against nothing, as in the round.
-                self._enqueue(w, ranked_at_round=w.id in share.rank)
+        self.dirty.update(b for (b, _) in self.groups)
         self.dirty.update(self.running_alloc)
         self.fresh.clear()
-        self.fresh.update(requeued)  # preempted work may fit elsewhere: the next pass looks
+        self.grown.clear()
+
+    def _move(self, decisions: Iterable[Decision]) -> None:
+        """The queue and the view as the round's plan leaves them (its assignment, the load,
+        already does): starts run, preempted work waits again."""
+        now = self.now
+        for d in decisions:
+            self.last[d.workload] = d
+            if d.action is Action.START:
+                w = self.view[d.workload]
+                self._dequeue(w.id)
+                self.view[w.id] = replace(w, started=now, hosts=d.hosts)
+            elif d.action is Action.PREEMPT:
+                w = replace(self.view[d.workload], started=None, hosts=MappingProxyType({}))
+                self.view[w.id] = w
+                self._enqueue(w)  # fresh: preempted work may fit elsewhere, the next pass looks
 
     # -- keys --------------------------------------------------------------------------------
 
@@ -173,12 +206,22 @@ class PassState:
         return key
 
     def _unallocated_key(self, w: Workload, funded: bool) -> tuple[object, ...]:
-        ratios = (
-            tuple(self.ratios.get(p, math.inf) for p in path_prefixes(w.budget))
-            if funded and w.budget
-            else (math.inf,)
-        )
+        budget = w.budget if funded else None
+        ratios = self._path_ratios.get(budget)
+        if ratios is None:
+            ratios = self._path_ratios[budget] = (
+                tuple(self.ratios.get(p, math.inf) for p in path_prefixes(budget))
+                if budget
+                else (math.inf,)
+            )
         return (ratios, *leaf_order_key(w))
+
+    def _key(self, q: Queued) -> tuple[object, ...]:
+        """Its key in the order: the round's rank or an arrival's (9.2) for allocated work,
+        the round's own key (ratios along its path, then the leaf's order) for the rest."""
+        if q.occupancy is Occupancy.ALLOCATED:
+            return self._allocated_key(q.workload)
+        return self._unallocated_key(q.workload, q.funded)
 
     # -- reservations ------------------------------------------------------------------------
 
@@ -236,9 +279,7 @@ class PassState:
                     self.view[w.id] = w
                     if w.id in self.queued:
                         q = self.queued[w.id]
-                        self.queued[w.id] = Queued(
-                            w, q.occupancy, q.funded, q.request, q.placeable, q.ranked
-                        )
+                        self.queued[w.id] = Queued(w, q.occupancy, q.funded, q.request, q.placeable)
                     continue
                 self._drop(w.id)
             self._add(w)
@@ -253,7 +294,7 @@ class PassState:
         else:
             self._enqueue(w)
 
-    def _enqueue(self, w: Workload, ranked_at_round: bool = True) -> None:
+    def _enqueue(self, w: Workload) -> None:
         funded = funded_in(self.budgets, w)
         allocated = funded and w.min_runtime_s > 0
         occupancy = Occupancy.ALLOCATED if allocated else Occupancy.UNALLOCATED
@@ -263,17 +304,27 @@ class PassState:
             empty = np.where(self.hosts.ready, self.hosts.cap, 0)
             own = self._own(request, w)
             fits = self.hosts.fits_empty[request] = place(own, empty, self.hosts) is not None
-        ranked = allocated and ranked_at_round
-        self.queued[w.id] = Queued(w, occupancy, funded, request, fits, ranked)
+        q = self.queued[w.id] = Queued(w, occupancy, funded, request, fits)
         self.by_request[request].add(w.id)
         self.groups[(w.budget, occupancy)].add(w.id)
+        self.key[w.id] = self._key(q)
         if allocated:
-            self.key[w.id] = self._allocated_key(w)
             self.dirty.add(w.budget)
         else:
-            self.key[w.id] = self._unallocated_key(w, funded)  # type: ignore[assignment]
             self.tier[w.id] = Tier.UNALLOCATED
         self.fresh.add(w.id)
+
+    def _dequeue(self, wid: WorkloadId) -> None:
+        q = self.queued.pop(wid)
+        self.by_request[q.request].discard(wid)
+        self.groups[(q.workload.budget, q.occupancy)].discard(wid)
+        self.key.pop(wid, None)
+        self.tier.pop(wid, None)
+        self.fresh.discard(wid)
+        self.unranked.discard(wid)
+        if q.occupancy is Occupancy.ALLOCATED:
+            self.dirty.add(q.workload.budget)
+        self.lapse(wid)
 
     def _hold(self, w: Workload) -> None:
         index = self.hosts.index
@@ -308,15 +359,7 @@ class PassState:
                 else:
                     self.held_gpus[Occupancy.UNALLOCATED] -= on_ready
             return
-        q = self.queued.pop(wid)
-        self.by_request[q.request].discard(wid)
-        self.groups[(w.budget, q.occupancy)].discard(wid)
-        self.key.pop(wid, None)
-        self.tier.pop(wid, None)
-        self.fresh.discard(wid)
-        if q.occupancy is Occupancy.ALLOCATED:
-            self.dirty.add(w.budget)
-        self.lapse(wid)
+        self._dequeue(wid)
 
     # -- tiers -------------------------------------------------------------------------------
 
@@ -340,7 +383,8 @@ class PassState:
                 wid = q.workload.id
                 self.key[wid] = slot
                 g = q.workload.gpus
-                if q.placeable and q.ranked and (held + g <= cap + 1e-9 or (held == 0 and behind)):
+                ranked = wid not in self.unranked
+                if q.placeable and ranked and (held + g <= cap + 1e-9 or (held == 0 and behind)):
                     self.tier[wid] = Tier.ENTITLED
                     held += g
                 else:
