@@ -37,6 +37,8 @@ from alloc.solve.memo import RoundMemo
 from alloc.solve.reserve import Held
 from alloc.solve.validate import validate
 
+__all__ = ["ROUND_KINDS", "Rounds"]
+
 ROUND_KINDS = ("events", "full")  # event passes between full rounds | a full round every time
 
 
@@ -47,12 +49,14 @@ class Rounds:
     state: PassState | None = None
     memo: RoundMemo = field(default_factory=RoundMemo)  # what one full round leaves the next
     _named: tuple[list[Held], tuple[Reservation, ...]] | None = None
+    _inflight: dict[WorkloadId, bool] = field(default_factory=dict)  # started: True
 
     def full(self, snapshot: Snapshot, synced: bool = False) -> RoundResult:
         """A full round; what it leaves is the state the next passes start from. `synced`: the
         caller has told the state everything up to `snapshot` (the simulator does), so the
         state is rebased on the round instead of built anew (the same state, cheaper)."""
         result = solve_round(snapshot, self.options, self.memo)
+        self._inflight.clear()  # the round decided from what the cluster showed
         ctx, load, decisions = result.context, result.load, result.plan.decisions
         if synced and self.state is not None and self.state.cluster is snapshot.cluster:
             self.state.rebase(ctx, load, decisions)
@@ -75,12 +79,27 @@ class Rounds:
             and (state.cluster is snapshot.cluster or state.cluster == snapshot.cluster)
             and (state.budgets is snapshot.budgets or state.budgets == snapshot.budgets)
             and state.policy == snapshot.policy
+            and (state.drain_due is None or snapshot.now < state.drain_due)
         )
 
-    def fits(self, cluster: Cluster) -> bool:
+    def fits(self, cluster: Cluster, now: datetime | None = None) -> bool:
         """Passes may follow on this cluster: a full round has run on it (a host that changed
-        state makes a new cluster value, and the state of the last round stale)."""
-        return self.state is not None and self.state.cluster is cluster
+        state makes a new cluster value, and the state of the last round stale), and no
+        protection on a draining host has ended since (`now`, when given)."""
+        state = self.state
+        return (
+            state is not None
+            and state.cluster is cluster
+            and (now is None or state.drain_due is None or now < state.drain_due)
+        )
+
+    def applied(self, started: Iterable[WorkloadId], preempted: Iterable[WorkloadId]) -> None:
+        """What the executor says it did with the last plan (the controller's path): until the
+        cluster shows it, a start stays running and a preemption stays stopped in the state, so
+        that a pass soon after does not undo them (a released job Slurm has not started yet,
+        a requeued one still completing)."""
+        self._inflight.update(dict.fromkeys(started, True))
+        self._inflight.update(dict.fromkeys(preempted, False))
 
     def sync(self, changed: Iterable[Workload], gone: Iterable[WorkloadId] = ()) -> None:
         assert self.state is not None, "a full round comes first"
@@ -92,8 +111,20 @@ class Rounds:
         assert self.state is not None, "a full round comes first"
         view = self.state.view
         by_id = snapshot.by_id
-        changed = [w for w in snapshot.workloads if view.get(w.id) != w]
+        inflight = self._inflight
+        changed = []
+        for w in snapshot.workloads:
+            if view.get(w.id) == w:
+                inflight.pop(w.id, None)
+                continue
+            started = inflight.get(w.id)
+            if started is not None and w.running != started:
+                continue  # the cluster has not caught up with the last plan yet
+            inflight.pop(w.id, None)
+            changed.append(w)
         gone = [wid for wid in view if wid not in by_id]
+        for wid in gone:
+            inflight.pop(wid, None)
         self.state.sync(changed, gone)
 
     def reservations(self) -> tuple[Reservation, ...]:

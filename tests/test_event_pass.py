@@ -245,3 +245,70 @@ def test_a_gang_starts_in_a_pass_on_the_hosts_reserved_for_it(solver):
     assert decisions(ev)["a-gang"] == decisions(full)["a-gang"] == ("start", hosts)
     assert decisions(ev)["b-scavenge"][0] == decisions(full)["b-scavenge"][0] == "preempt"
     assert ev.reservations == ()
+
+
+def test_the_rest_of_a_lapsed_reservation_is_free_to_all_in_the_same_pass(solver):
+    # The reservation example without team a's small runs: h0, h1, h6, h7 are reserved for
+    # a-gang. b-run2..b-run5 end: the gang fits on h2-h5 and starts there; its reservation
+    # lapses with the start, so h7 (free) and h6 (unallocated fill) are no longer held for
+    # anyone: b-next (8 GPUs) may start there in the same pass (invariant 4 would be broken
+    # if it waited while b-scavenge held h6). Validated whole in `two_ways`.
+    from pathlib import Path
+
+    import yaml
+
+    example = Path(__file__).parent.parent / "instances" / "examples" / "reservation.yaml"
+    before = yaml.safe_load(example.read_text())
+    before["workloads"] = [w for w in before["workloads"] if w["id"] not in ("a-later", "a-debug")]
+    ev, _, _ = two_ways(before, complete("b-run2", "b-run3", "b-run4", "b-run5"), solver)
+    assert decisions(ev)["a-gang"][0] == "start"
+    assert decisions(ev)["b-next"][0] == "start"
+    assert ev.reservations == ()
+
+
+def test_work_a_pass_displaces_is_looked_at_by_the_next_pass():
+    # h1 runs p (team b, 4 GPUs, protected) beside 4 free GPUs; h2 runs u1 and u2 (unallocated,
+    # 4 each). q (team a, 8 GPUs) arrives: the pass starts it on h2 and preempts u1 and u2.
+    # Requeued, either fits h1's 4 free GPUs: the next pass (on any event) starts one there.
+    rounds = Rounds(RoundOptions(solver="greedy"), validate_whole=True)
+    before = instance(
+        workloads=[
+            workload("p", 4, "b", "4h", hosts={"h1": 4}, started=ago(hours=1)),
+            workload("u1", 4, "b", "0", hosts={"h2": 4}, started=ago(hours=1)),
+            workload("u2", 4, "b", "0", hosts={"h2": 4}, started=ago(hours=1)),
+        ]
+    )
+    first = rounds.full(snapshot_of(before)).plan
+    data = arrive(workload("q", 8, "a", submitted=NOW.isoformat()))(after(before, first))
+    snapshot = snapshot_of(data)
+    rounds.sync_snapshot(snapshot)
+    one = rounds.event(snapshot.now, snapshot)
+    assert {d.workload: d.action.value for d in one.decisions} == {
+        "q": "start",
+        "u1": "preempt",
+        "u2": "preempt",
+    }
+    data = after(data, rounds.whole(one, snapshot))
+    snapshot = snapshot_of(data)
+    rounds.sync_snapshot(snapshot)
+    two = rounds.event(snapshot.now, snapshot)
+    assert [(d.workload, d.action.value, dict(d.hosts)) for d in two.decisions] == [
+        ("u1", "start", {"h1": 4})
+    ]
+
+
+def test_no_pass_follows_once_protection_on_a_draining_host_has_ended():
+    # h1 is unhealthy; r (protected until 1 h from now) keeps running there. Until then passes
+    # may follow the full round; after it the contract preempts r (host_draining), which only
+    # a full round does, so the state no longer fits a snapshot of that time.
+    from datetime import timedelta
+
+    before = instance(
+        hosts=[host("h1", state="unhealthy"), host("h2")],
+        workloads=[workload("r", 8, "a", "2h", hosts={"h1": 8}, started=ago(hours=1))],
+    )
+    rounds = Rounds(RoundOptions(solver="greedy"))
+    rounds.full(snapshot_of(before))
+    assert rounds.fits_snapshot(snapshot_of(before))
+    later = dict(before, now=(NOW + timedelta(hours=1, minutes=1)).isoformat())
+    assert not rounds.fits_snapshot(snapshot_of(later))

@@ -9,6 +9,7 @@ def test_the_top_level_api_is_pinned():
         "InvalidPlanError",
         "Plan",
         "RoundOptions",
+        "Rounds",
         "Snapshot",
         "dump_plan",
         "load_instance",

@@ -12,21 +12,15 @@ from __future__ import annotations
 
 import pytest
 from conftest import host, instance, snapshot_of
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_properties import PROPERTY
 from test_sim_engine import job, simulate
 
 from alloc.domain import HostName, HostState
 from alloc.sim.hosts import HostEvent
 
-SIMULATIONS = settings(
-    max_examples=40,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    print_blob=False,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SIMULATIONS = settings(PROPERTY, max_examples=40)  # each example is a half-day simulation
 
 
 @st.composite

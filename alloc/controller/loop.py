@@ -70,10 +70,14 @@ class Controller:
     history: list[RoundOutcome] = field(default_factory=list)
     # The state event passes carry from the last full round (validated whole every pass).
     rounds: Rounds = field(default_factory=lambda: Rounds(validate_whole=True))
+    _baseline: str | None = None  # the change fingerprint as the last round began
 
     def round_once(self, event: bool = False) -> RoundOutcome:
         """One round: an event pass if `event` and the last full round's state still fits the
         cluster, else a full round."""
+        # What the cluster looked like as the round began: a change while it runs (a job
+        # submitted meanwhile) calls for the next pass (the round's own actions do too).
+        self._baseline = self._changes() if self.event_poll_s > 0 else None
         began = time.perf_counter()
         try:
             outcome = self._round(event)
@@ -103,6 +107,11 @@ class Controller:
                 raise AssertionError(f"the round's plan breaks the contract: {problems[:3]}")
         round_id = self.store.record_plan(now_s, plan)
         report = self.executor.apply(plan)
+        done = [r for r in report.results if r.ok and r.changed]
+        rounds.applied(
+            (r.workload for r in done if r.action is Action.START),
+            (r.workload for r in done if r.action is Action.PREEMPT),
+        )
         stopped_s = self.clock()
         for result in report.results:
             if result.ok and result.changed and result.action is Action.PREEMPT:
@@ -173,7 +182,7 @@ class Controller:
         fingerprint changed (a job arrived or ended, a host changed), at least
         `min_round_gap_s` after the last round (events coalesce)."""
         began = time.monotonic()
-        last = self._changes() if events and self.event_poll_s > 0 else None
+        last = self._baseline if events and self.event_poll_s > 0 else None
         while not stop.is_set():
             elapsed = time.monotonic() - began
             left = wait_s - elapsed

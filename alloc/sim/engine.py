@@ -260,7 +260,8 @@ class Simulation:
         """A full round (or the policy's plan) on the world's snapshot, or an event pass on
         what changed since the last one."""
         rounds = self.rounds
-        if rounds is not None and not full and rounds.fits(self.world.cluster()):
+        now = self.world.at(self.world.now_s)
+        if rounds is not None and not full and rounds.fits(self.world.cluster(), now):
             self._sync()
             snapshot = self.executor.snapshot() if rounds.validate_whole else None
             return snapshot, rounds.event(self.world.at(self.world.now_s), snapshot)

@@ -88,6 +88,7 @@ class PassState:
         self.key: dict[WorkloadId, tuple[object, ...]] = {}
         self.dirty: set[BudgetPath | None] = set()
         self.fresh: set[WorkloadId] = set()  # queued since the last pass
+        self.new: set[WorkloadId] = set()  # of those, first seen since the last round or pass
         self.grown: set[int] = set()  # hosts whose room grew since the last pass
         self._take_round(ctx, load)
         for w in snapshot.workloads:
@@ -162,7 +163,20 @@ class PassState:
         self.dirty.update(b for (b, _) in self.groups)
         self.dirty.update(self.running_alloc)
         self.fresh.clear()
+        self.new.clear()
         self.grown.clear()
+        # A pass may not follow once protected work on a draining host reaches its end: the
+        # contract then preempts it (host_draining), which only a full round does (9.1).
+        self.drain_due: datetime | None = min(
+            (
+                s.protected_until
+                for s in ctx.standings.values()
+                if s.protected
+                and s.protected_until is not None
+                and any(self.cluster.by_name[h].state.draining for h in s.workload.hosts)
+            ),
+            default=None,
+        )
 
     def _move(self, decisions: Iterable[Decision]) -> None:
         """The queue and the view as the round's plan leaves them (its assignment, the load,
@@ -199,8 +213,12 @@ class PassState:
             effective = self.budgets.effective.get(top, 0.0)
             denominator = effective * self.capacity_gpu_hours
             r_top = self.projected.get(top, 0.0) / denominator if denominator > 0 else math.inf
-            self._charge(w)
             self.seq += 1
+            if w.id in self.unranked:
+                # The round could not rank it: it takes no place in the order and charges
+                # nothing (9.2); after the round's picks, by its path's projected ratio.
+                return (len(self.top_keys) + 0.5, r_top, float(self.seq))
+            self._charge(w)
             position = bisect_right(self.top_keys, r_top) - 0.5
             key = self.arrival_key[w.id] = (position, r_top, float(self.seq))
         return key
@@ -272,6 +290,8 @@ class PassState:
         workloads that left it (completed, cancelled)."""
         for w in changed:
             old = self.view.get(w.id)
+            if old is None and not w.running:
+                self.new.add(w.id)
             if old is not None:
                 if old is w:
                     continue
@@ -315,6 +335,7 @@ class PassState:
         self.fresh.add(w.id)
 
     def _dequeue(self, wid: WorkloadId) -> None:
+        self.new.discard(wid)
         q = self.queued.pop(wid)
         self.by_request[q.request].discard(wid)
         self.groups[(q.workload.budget, q.occupancy)].discard(wid)

@@ -85,7 +85,7 @@ class RoundContext:
 
 def round_context(snapshot: Snapshot, memo: RoundMemo | None = None) -> RoundContext:
     if memo is not None:
-        memo = memo.for_round(snapshot.budgets, snapshot.cluster)
+        memo = memo.for_round(snapshot.budgets, snapshot.cluster, snapshot.policy)
     st = standings(snapshot, memo.standings if memo is not None else None)
     hosts = host_arrays(snapshot)
     own = shapes_of((s.workload for s in st.values() if s.forced is None), hosts)

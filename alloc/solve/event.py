@@ -55,13 +55,23 @@ def event_pass(state: PassState, now: datetime) -> PassResult:
     state.refresh_tiers()
     load = state.load
     touched = set(state.grown)
-    arrived = [wid for wid in state.fresh if wid in state.queued]
+    arrived = {wid for wid in state.new if wid in state.queued}  # first seen since the last
     candidates = _candidates(state)
+    # What the pass consumes; what it leaves (work it displaces, the room of a reservation
+    # that lapses) is the next pass's to look at.
+    state.fresh.clear()
+    state.grown.clear()
+    state.new.clear()
     started: dict[WorkloadId, dict[int, int]] = {}
     preempted: list[WorkloadId] = []
     for _ in range(MAX_WALKS):
         changed, short = _walk(state, load, candidates, started, preempted)
         changed |= _priority(state, load, started)
+        if state.grown:  # a gang started on its reservation: the rest of it is free to all
+            touched |= state.grown
+            candidates = sorted(set(candidates) | set(_candidates(state)), key=state.order_key)
+            state.grown.clear()
+            continue
         if not changed or not short:
             break
     decisions = _decisions(state, started, preempted, arrived)
@@ -70,7 +80,7 @@ def event_pass(state: PassState, now: datetime) -> PassResult:
     index = state.hosts.index
     for wid in preempted:
         touched.update(index[h] for h in state.view[wid].hosts)
-    problems = tuple(check_pass(state, decisions, touched))
+    problems = tuple(check_pass(state, decisions, touched, arrived))
     _record(state, decisions)
     hosts = state.hosts
     names: tuple[HostName, ...] = ()
@@ -86,8 +96,6 @@ def event_pass(state: PassState, now: datetime) -> PassResult:
         "ready_gpus": ready,
         "installed_gpus": state.installed_gpus,
     }
-    state.fresh.clear()
-    state.grown.clear()
     return PassResult(decisions, names, frozenset(touched), metrics, problems)
 
 
@@ -154,6 +162,7 @@ def _walk(
                 preempted.append(v)
         _hold(state, load, q, found.placement)
         started[wid] = found.placement
+        state.lapse(wid)  # a gang that starts no longer holds its reservation's other hosts
         changed = True
     return changed, short
 
@@ -213,7 +222,7 @@ def _decisions(
     state: PassState,
     started: dict[WorkloadId, dict[int, int]],
     preempted: list[WorkloadId],
-    arrived: list[WorkloadId],
+    arrived: set[WorkloadId],
 ) -> tuple[Decision, ...]:
     """Its starts and preemptions, and a wait for work queued since the last round that it
     leaves waiting (an executor holds it: nothing starts but what alloc starts)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from alloc.domain import BudgetTree, Cluster, Decision, Workload, WorkloadId
+from alloc.domain import BudgetTree, Cluster, Decision, Policy, Workload, WorkloadId
 from alloc.policy.contract import Standing, StandingCache
 
 
@@ -26,14 +26,16 @@ from alloc.policy.contract import Standing, StandingCache
 class RoundMemo:
     budgets: BudgetTree | None = None
     cluster: Cluster | None = None
+    policy: Policy | None = None
     standings: StandingCache = field(default_factory=dict)
     decisions: dict[WorkloadId, tuple[Workload, Decision]] = field(default_factory=dict)
     checked: dict[WorkloadId, tuple[Workload, Standing, Decision]] = field(default_factory=dict)
 
-    def for_round(self, budgets: BudgetTree, cluster: Cluster) -> RoundMemo:
-        """Itself, emptied if the budget tree or the cluster is not the last round's."""
-        if budgets is not self.budgets or cluster is not self.cluster:
-            self.budgets, self.cluster = budgets, cluster
+    def for_round(self, budgets: BudgetTree, cluster: Cluster, policy: Policy) -> RoundMemo:
+        """Itself, emptied if the budget tree, the cluster or the policy is not the last
+        round's."""
+        if budgets is not self.budgets or cluster is not self.cluster or policy != self.policy:
+            self.budgets, self.cluster, self.policy = budgets, cluster, policy
             self.standings.clear()
             self.decisions.clear()
             self.checked.clear()

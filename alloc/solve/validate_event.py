@@ -12,11 +12,11 @@ whole plan from scratch when asked (`Rounds(validate_whole=True)`: tests and CI)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 import numpy as np
 
-from alloc.domain import Action, Decision, Occupancy, Snapshot
+from alloc.domain import Action, Decision, Occupancy, Snapshot, WorkloadId
 from alloc.policy.contract import standing
 from alloc.policy.weights import Tier
 from alloc.solve.carry import PassState, Queued
@@ -25,10 +25,14 @@ from alloc.solve.validate import decision_problems
 
 
 def check_pass(
-    state: PassState, decisions: tuple[Decision, ...], touched: Iterable[int]
+    state: PassState,
+    decisions: tuple[Decision, ...],
+    touched: Iterable[int],
+    arrived: Collection[WorkloadId],
 ) -> list[str]:
     """`state` as the pass leaves it before recording (its starts held, its victims released);
-    `touched`: hosts whose holders changed since the last round or pass."""
+    `touched`: hosts whose holders changed since the last round or pass; `arrived`: work the
+    state first saw since then (the only waits a pass lists)."""
     problems: list[str] = []
     view, hosts, load = state.view, state.hosts, state.load
     unknown = [d.workload for d in decisions if d.workload not in view]
@@ -50,7 +54,7 @@ def check_pass(
             problems.append(f"{w.id}: an event pass preempts allocated work (9)")
         if d.action is Action.KEEP:
             problems.append(f"{w.id}: an event pass lists only what it changes, not a keep (9)")
-        if d.action is Action.WAIT and w.id not in state.fresh:
+        if d.action is Action.WAIT and w.id not in arrived:
             problems.append(f"{w.id}: an event pass lists a wait only for new work (9)")
     touched = sorted(set(touched))
     cap = hosts.cap
