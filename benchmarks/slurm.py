@@ -94,21 +94,25 @@ def latency(cmd: SlurmCommands, queued: int, rounds: int, solver: str) -> dict[s
         submit(cmd, queued, script, random.Random(1), "600")
         executor = SlurmExecutor(SITE, TREE, Policy(solver=solver, time_limit_s=10.0), cmd)
         controller = Controller(executor, StateStore("sqlite:///:memory:"), interval_s=0.0)
-        times, started = [], 0
-        for _ in range(rounds):
-            outcome = controller.round_once()
+        times: dict[str, list[float]] = {"full": [], "event": []}
+        started = 0
+        for i in range(rounds):  # full rounds and event passes in turn (models/round.md 9)
+            outcome = controller.round_once(event=i % 2 == 1)
             if outcome.error:
                 raise RuntimeError(outcome.error)
-            times.append(outcome.seconds)
+            times[outcome.kind].append(outcome.seconds)
             started += outcome.started
     reset(cmd)
+    every = times["full"] + times["event"]
     return {
         "solver": solver,
         "queued": queued,
         "rounds": rounds,
-        "median_s": statistics.median(times),
-        "max_s": max(times),
-        "min_s": min(times),
+        "median_s": statistics.median(every),
+        "max_s": max(every),
+        "min_s": min(every),
+        "full_median_s": statistics.median(times["full"]),
+        "event_median_s": statistics.median(times["event"]) if times["event"] else None,
         "started": started,
     }
 
@@ -123,11 +127,13 @@ def throughput(cmd: SlurmCommands, n: int, solver: str) -> dict[str, Any]:
         executor = SlurmExecutor(SITE, TREE, Policy(solver=solver, time_limit_s=5.0), cmd)
         store = StateStore("sqlite:///:memory:")
         controller = Controller(executor, store, interval_s=1.0)
-        planned_starts = preemptions = rounds = 0
+        planned_starts = preemptions = rounds = passes = 0
         states: dict[str, dict[str, Any]] = {}
         while True:
-            outcome = controller.round_once()
+            # An event pass every second, a full round every tenth (models/round.md 9).
+            outcome = controller.round_once(event=rounds % 10 != 0)
             rounds += 1
+            passes += outcome.kind == "event"
             planned_starts += outcome.started
             preemptions += outcome.preempted
             jobs = {str(j["job_id"]): j for j in cmd.json("squeue")["jobs"]}
@@ -148,6 +154,7 @@ def throughput(cmd: SlurmCommands, n: int, solver: str) -> dict[str, Any]:
         "jobs": n,
         "seconds": time.perf_counter() - began,
         "rounds": rounds,
+        "passes": passes,
         "completed": sum(states[i]["job_state"] == "COMPLETED" for i in ids),
         "planned_starts": planned_starts,
         "preemptions": preemptions,
@@ -164,19 +171,23 @@ def render(results: dict[str, Any], info: str) -> str:
     lines = [
         BEGIN,
         "",
-        "## Controller on the real local Slurm (issue 4)",
+        "## Controller on the real local Slurm (issues 4 and 14)",
         "",
         f"`.venv/bin/python -m benchmarks.slurm`; {info}. Slurm 22.05 from "
         "../shared/recipes/slurm-local.sh: 4 nodes x 8 GPUs (gres), one host.",
         "",
-        "| round latency | queued jobs | rounds | median s | max s | jobs started | target |",
-        "|---|---|---|---|---|---|---|",
+        "| round latency | queued jobs | rounds (full and event passes in turn) | median s | "
+        "full rounds, median s | event passes, median s | max s | jobs started | target |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results["latency"]:
-        verdict = "met" if r["median_s"] <= 1.0 else "NOT MET"
+        verdict = "met" if r["median_s"] <= 1.0 and r["max_s"] <= 1.0 else "NOT MET"
+        event = r.get("event_median_s")
         lines.append(
             f"| {r['solver']} | {r['queued']} | {r['rounds']} | {r['median_s']:.3f} | "
-            f"{r['max_s']:.3f} | {r['started']} | median <= 1 s: {verdict} |"
+            f"{r.get('full_median_s', r['median_s']):.3f} | "
+            f"{'-' if event is None else f'{event:.3f}'} | "
+            f"{r['max_s']:.3f} | {r['started']} | every round <= 1 s: {verdict} |"
         )
     t = results.get("throughput")
     if t:
@@ -190,12 +201,13 @@ def render(results: dict[str, Any], info: str) -> str:
             "",
             "| throughput | jobs | completed | runs (ledger) | preemptions by alloc | "
             "Slurm restarts (requeues) | jobs whose runs != 1 + restarts | releases | "
-            "wall s | rounds | exact |",
+            "wall s | rounds (of them event passes) | exact |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
             f"| {t['solver']} | {t['jobs']} | {t['completed']} | {t['ledger_runs']} | "
             f"{t['preemptions']} | {t['slurm_restarts']} | "
             f"{t['jobs_with_runs_not_starts']} | {t['planned_starts']} | "
-            f"{t['seconds']:.0f} | {t['rounds']} | {'yes' if exact else 'NO'} |",
+            f"{t['seconds']:.0f} | {t['rounds']} ({t.get('passes', 0)}) | "
+            f"{'yes' if exact else 'NO'} |",
             "",
             "Exact: every job completed; each ran once plus once per requeue (the "
             "controller's ledger, run by run, against Slurm's restart counts); every "
