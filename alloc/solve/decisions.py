@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
+from types import MappingProxyType
+
 import numpy as np
 
 from alloc.domain import Action, Decision, HostName, Occupancy, Reason, Workload, WorkloadId
@@ -11,6 +15,8 @@ from alloc.solve.context import RoundContext
 from alloc.solve.load import Load
 from alloc.solve.placement import place
 from alloc.solve.problem import Shape
+
+_NO_HOSTS: Mapping[HostName, int] = MappingProxyType({})  # a waiting decision's hosts
 
 _HOLDING = {
     Tier.ENTITLED: Reason.UNDER_ALLOCATION,
@@ -111,22 +117,42 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
     made: dict[WorkloadId, tuple[Workload, Decision]] = {}
     out = []
 
-    def decided(w: Workload, d: Decision) -> None:
-        """`d`, or the last round's equal decision object for the same workload value (which
-        the memo's validation reuses)."""
+    def decided(
+        w: Workload,
+        action: Action,
+        occupancy: Occupancy,
+        reason: Reason,
+        hosts: Mapping[HostName, int] = _NO_HOSTS,
+        until: datetime | None = None,
+    ) -> None:
+        """The decision, or the last round's equal decision object for the same workload value
+        (made once: the memo's validation reuses it)."""
         if last is not None:
             entry = last.get(w.id)
-            if entry is not None and entry[0] is w and _same(entry[1], d):
+            if entry is not None and entry[0] is w:
                 d = entry[1]
+                if (
+                    d.action is action
+                    and d.occupancy is occupancy
+                    and d.reason is reason
+                    and d.protected_until == until
+                    and (d.hosts is hosts or d.hosts == hosts)
+                ):
+                    made[w.id] = entry
+                    out.append(d)
+                    return
+            d = Decision(w.id, action, occupancy, reason, hosts, until)
             made[w.id] = (w, d)
-        out.append(d)
+            out.append(d)
+            return
+        out.append(Decision(w.id, action, occupancy, reason, hosts, until))
 
     for w in snapshot.workloads:
         wid = w.id
         s = standings[wid]
         if s.forced is Action.KEEP:  # the commonest: protected work
             reason = s.forced_reason or Reason.PROTECTED
-            decided(w, Decision(wid, Action.KEEP, s.occupancy, reason, w.hosts, s.protected_until))
+            decided(w, Action.KEEP, s.occupancy, reason, w.hosts, s.protected_until)
             continue
         if s.forced is Action.PREEMPT:
             assert s.forced_reason is not None
@@ -143,27 +169,17 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
                 until = now + runtime_delta(w.min_runtime_s) if allocated else None
             reason = _holding_reason(ctx, wid)
             if action is Action.KEEP:
-                decided(w, Decision(wid, action, s.occupancy, reason, placement, until))
+                decided(w, action, s.occupancy, reason, placement, until)
             else:
                 out.append(Decision(wid, action, s.occupancy, reason, placement, until))
         elif w.running:
             out.append(Decision(wid, Action.PREEMPT, s.occupancy, _preempt_reason(ctx, wid)))
         else:
-            decided(w, Decision(wid, Action.WAIT, s.occupancy, wait_reason(wid)))
+            decided(w, Action.WAIT, s.occupancy, wait_reason(wid))
     if last is not None:
         last.clear()
         last.update(made)
     return tuple(out)
-
-
-def _same(a: Decision, b: Decision) -> bool:
-    return (
-        a.action is b.action
-        and a.occupancy is b.occupancy
-        and a.reason is b.reason
-        and a.protected_until == b.protected_until
-        and (a.hosts is b.hosts or a.hosts == b.hosts)
-    )
 
 
 def drained_hosts(ctx: RoundContext, load: Load) -> tuple[HostName, ...]:
