@@ -354,12 +354,16 @@ def main() -> None:
     all_specs = specs(args.quick, set(args.only.split(",")) if args.only else None)
     info = machine(REPO)
     commit = info["git_commit"] + (" (uncommitted changes)" if info["alloc_dirty"] else "")
-    results = kept_results(args.only is not None)
+    mine: dict[str, dict[str, Any]] = {}  # this invocation's runs, by label
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         futures = [pool.submit(_run, spec) for spec in all_specs]
         for future in as_completed(futures):
             result = future.result() | {"commit": commit, "date": info["date"]}
-            results = [r for r in results if r["label"] != result["label"]] + [result]
+            mine[result["label"]] = result
+            # The kept figures are read again at every write, so that two invocations with
+            # --only running side by side keep each other's runs.
+            kept = kept_results(args.only is not None)
+            results = [r for r in kept if r["label"] not in mine] + list(mine.values())
             results.sort(key=lambda r: LABELS.index(r["label"]) if r["label"] in LABELS else 99)
             _write(results, info)  # written as each run ends: a long run loses nothing
     print((HERE / "RESULTS.md").read_text(encoding="utf-8").split(BEGIN)[1].split(END)[0])

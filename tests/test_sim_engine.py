@@ -420,6 +420,25 @@ def test_periodic_rounds_come_every_round_interval():
     assert (quiet.rounds, quiet.skipped_rounds) == (0, 9)
 
 
+@pytest.mark.parametrize("policy", CONTRACT)
+def test_a_completion_with_nothing_queued_calls_no_event_pass(policy):
+    # The 0 s round has nothing to decide; a starts at 20 s (the first full round) and
+    # completes at 1,820 s with nothing queued: no pass runs then (nothing could start), and
+    # b, submitted at 2,000 s, starts at once in a pass, exactly as if one had run; nor does
+    # one run when b completes.
+    jobs = [job("a", "a", 4, 20.0, 1800.0, 600.0), job("b", "a", 8, 2000.0, 600.0, 600.0)]
+    skipping = simulate(lab(), jobs, policy, days=0.05, round_interval_s=HOUR)
+    running = simulate(
+        lab(), jobs, policy, days=0.05, round_interval_s=HOUR, skip_quiet_rounds=False
+    )
+    assert (skipping.rounds, skipping.passes, skipping.skipped_passes) == (1, 1, 2)
+    assert (running.passes, running.skipped_passes) == (4, 0)
+    for result in (skipping, running):
+        assert times(result, "a") == (20.0, 1820.0)
+        assert times(result, "b") == (2000.0, 2600.0)
+        assert result.violations == 0
+
+
 def test_a_job_submitted_after_the_end_of_the_run_is_not_part_of_it():
     result = simulate(lab(), [job("late", "a", 1, 2 * DAY, HOUR, 600.0)], days=1.0)
     assert WorkloadId("late") not in result.world.jobs

@@ -145,8 +145,9 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
         ("invariant violations", str(m["invariant_violations"])),
         (
-            "full rounds (skipped as quiet), event passes",
-            f"{m['rounds']} ({m['skipped_rounds']}), {m.get('event_passes', 0)}",
+            "full rounds, event passes (skipped as quiet)",
+            f"{m['rounds']} ({m['skipped_rounds']}), {m.get('event_passes', 0)} "
+            f"({m.get('skipped_passes', 0)})",
         ),
         ("wall seconds", f"{m['wall_seconds']:.1f}"),
     ]

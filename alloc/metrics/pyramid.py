@@ -187,6 +187,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         "event_passes": result.passes,
         "round_model": result.config.rounds,
         "skipped_rounds": result.skipped_rounds,
+        "skipped_passes": result.skipped_passes,
         "wall_seconds": round(result.wall_seconds, 3),
         "availability": round(_ratio(ready, r.installed.total()), 6),
         "occupancy": round(_ratio(held, ready), 6),

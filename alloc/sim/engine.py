@@ -88,6 +88,7 @@ class SimResult:
     rounds: int = 0  # full rounds run
     passes: int = 0  # event passes run
     skipped_rounds: int = 0
+    skipped_passes: int = 0  # passes not run: nothing queued, every host ready
     violations: int = 0
     wall_seconds: float = 0.0
     first_violations: list[str] = field(default_factory=list)
@@ -248,7 +249,20 @@ class Simulation:
     def _round(self, t: float, result: SimResult, full: bool) -> None:
         self.last_round_s = t
         rates = self.recorder.rates
-        if full and self.config.skip_quiet_rounds and nothing_to_decide(self.world):
+        world = self.world
+        if (
+            not full
+            and self.config.skip_quiet_rounds
+            and self.rounds is not None
+            and not world.queued
+            and world.trouble == 0
+            and self.rounds.fits(world.cluster())
+        ):
+            # A pass only starts queued work (and lists drained hosts): with nothing queued and
+            # every host ready it has nothing to decide. What changed is synced at the next.
+            result.skipped_passes += 1
+            rates.fits = False
+        elif full and self.config.skip_quiet_rounds and nothing_to_decide(world):
             result.skipped_rounds += 1  # nothing can start, even on displaced work's GPUs
             rates.fits = False
         else:
