@@ -20,7 +20,7 @@ from alloc.io import InputError, dump_instance
 from alloc.io.durations import parse_duration
 from alloc.rounds import ROUND_KINDS
 from alloc.sim.policies import REGISTRY
-from alloc.sim.run import RunSpec, load_inputs, run
+from alloc.sim.run import Inputs, RunSpec, load_inputs, run
 
 out_console = Console(width=None if sys.stdout.isatty() else 120)
 
@@ -70,8 +70,9 @@ def base_spec(
     days: float,
     seed: int,
     options: dict[str, Any],
-) -> RunSpec:
-    """The run's inputs, checked: a lab file (or the built-in lab) and a trace or --synthetic."""
+) -> tuple[RunSpec, Inputs]:
+    """The run's inputs, checked: a lab file (or the built-in lab) and a trace or --synthetic;
+    with the lab and the jobs as read (a run of this spec under any policy starts from them)."""
     if (trace is None) == (not synthetic):
         raise InputError("alloc", "", "give exactly one of --trace TRACE.csv or --synthetic")
     if synthetic and options.get("start_s"):
@@ -112,8 +113,8 @@ def base_spec(
         credit=credit,
         **options,
     )
-    lab_snapshot, _ = load_inputs(spec)  # bad input stops here, before anything runs
-    return replace(spec, policy=lab_snapshot.policy.solver)  # the lab's solver by default
+    inputs = load_inputs(spec)  # bad input stops here, before anything runs
+    return replace(spec, policy=inputs[0].policy.solver), inputs  # the lab's solver by default
 
 
 def sim_options(
@@ -274,7 +275,7 @@ def simulate(
             rounds=rounds,
             validate_passes=validate_passes,
         )
-        base = base_spec(lab, trace, synthetic, days, seed, options)
+        base, inputs = base_spec(lab, trace, synthetic, days, seed, options)
         chosen = _policy(policy) if policy is not None else base.policy
         spec = replace(base, policy=chosen, out=str(out), label=chosen)
         with Progress(
@@ -290,7 +291,7 @@ def simulate(
             def progress(t: float) -> None:
                 bar.update(task, completed=t, d=f"{t / 86400:.1f}")
 
-            metrics = run(spec, progress)
+            metrics = run(spec, progress, inputs)
         print_summary(out_console, metrics, out)
 
     guarded(act)
@@ -346,14 +347,13 @@ def whatif(
             rounds=rounds,
             validate_passes=validate_passes,
         )
-        base = base_spec(lab, trace, synthetic, days, seed, options)
+        base, (lab_snapshot, _) = base_spec(lab, trace, synthetic, days, seed, options)
         names = [_policy(p.strip(), "--policies") for p in policies.split(",") if p.strip()]
         if not names:
             raise InputError("--policies", "", "name at least one policy, e.g. milp,greedy")
         if len(set(names)) < len(names):
             raise InputError("--policies", "", f"a policy is named twice: {policies}")
         labs = [("base", base.lab_yaml, base.lab_file)]
-        lab_snapshot = parse_instance(base.lab_yaml, base.lab_file)
         for path in scenario or []:
             name, alt = load_scenario(path, lab_snapshot)
             source = f"scenario {name} ({path})"

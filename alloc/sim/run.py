@@ -50,7 +50,10 @@ class RunSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def load_inputs(spec: RunSpec) -> tuple[Snapshot, list[TraceJob]]:
+Inputs = tuple[Snapshot, list[TraceJob]]  # the lab and the jobs of its trace
+
+
+def load_inputs(spec: RunSpec) -> Inputs:
     """The lab and its trace, checked (bad input raises InputError naming file, line, field)."""
     lab = parse_instance(spec.lab_yaml, spec.lab_file)
     for i, w in enumerate(lab.workloads):
@@ -140,9 +143,14 @@ def simulate(
     return Simulation(lab, jobs, plan, config, SQLiteStore(spec.ledger)).run(progress)
 
 
-def run(spec: RunSpec, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
-    """Load, simulate, write metrics.json, the timelines, the plots and report.html."""
-    lab, jobs = load_inputs(spec)
+def run(
+    spec: RunSpec,
+    progress: Callable[[float], None] | None = None,
+    inputs: Inputs | None = None,
+) -> dict[str, Any]:
+    """Load (unless `inputs`: `load_inputs(spec)` already read), simulate, write metrics.json,
+    the timelines, the plots and report.html."""
+    lab, jobs = inputs if inputs is not None else load_inputs(spec)
     result = simulate(spec, lab, jobs, progress)
     out = Path(spec.out)
     extra = {"label": spec.label, "trace": spec.trace or "synthetic", **spec.extra}
