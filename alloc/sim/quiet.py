@@ -38,6 +38,14 @@ class _Hosts:
     maintenance: np.ndarray
     world_index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     typed: dict[str | None, np.ndarray] = field(default_factory=dict)  # ready hosts of a type
+    largest: dict[str | None, int] = field(default_factory=dict)  # GPUs of its largest one
+    # Hosts interchangeable for a gang: the same GPU type and size (`kind_of`), and in the same
+    # block too (`block_kind_of`); the GPUs of each group's hosts (`*_cap`).
+    kind_of: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    kind_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    block_kind_of: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    block_kind_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    off: list[tuple[frozenset[HostName], np.ndarray]] = field(default_factory=list)
 
     def used(self, world: World) -> np.ndarray:
         """GPUs in use per host of this cluster, now."""
@@ -51,7 +59,27 @@ class _Hosts:
             if gpu_type is not None:
                 mask &= np.array([ty == gpu_type for ty in self.types], bool)
             self.typed[gpu_type] = mask
+            self.largest[gpu_type] = int(self.cap[mask].max()) if mask.any() else 0
         return mask
+
+    def reserved(self, names: frozenset[HostName]) -> np.ndarray:
+        """The hosts named, as a mask (the last one asked is kept: a plan's reservations)."""
+        if self.off and self.off[0][0] == names:
+            return self.off[0][1]
+        mask = np.array([n in names for n in self.names], bool)
+        self.off[:] = [(names, mask)]
+        return mask
+
+    def gang_fits(self, whole: np.ndarray, gpus: int, one_block: bool) -> bool:
+        """`whole` (hosts with every GPU free) holds enough hosts of one GPU type and size for
+        a gang of `gpus`, in one block if `one_block`."""
+        group, group_cap = (
+            (self.block_kind_of, self.block_kind_cap)
+            if one_block
+            else (self.kind_of, self.kind_cap)
+        )
+        count = np.bincount(group[whole], minlength=len(group_cap))
+        return bool(np.any(count >= -(-gpus // group_cap)))
 
 
 _last: list[_Hosts] = []  # a one-entry cache: the cluster of the last call
@@ -62,6 +90,12 @@ def _hosts(world: World) -> _Hosts:
     if _last and _last[0].cluster is cluster:
         return _last[0]
     hosts = cluster.hosts
+    kinds: dict[tuple[str, int], int] = {}
+    block_kinds: dict[tuple[str, int, str], int] = {}
+    kind_of = [kinds.setdefault((h.gpu_type, h.gpus), len(kinds)) for h in hosts]
+    block_kind_of = [
+        block_kinds.setdefault((h.gpu_type, h.gpus, h.block), len(block_kinds)) for h in hosts
+    ]
     table = _Hosts(
         cluster,
         tuple(h.name for h in hosts),
@@ -73,6 +107,10 @@ def _hosts(world: World) -> _Hosts:
         np.array([h.state.draining for h in hosts], bool),
         np.array([h.state is HostState.MAINTENANCE for h in hosts], bool),
         np.array([world.host_index[h.name] for h in hosts], np.int64),
+        kind_of=np.array(kind_of, np.int64),
+        kind_cap=np.array([c for _, c in kinds], np.int64),
+        block_kind_of=np.array(block_kind_of, np.int64),
+        block_kind_cap=np.array([c for _, c, _ in block_kinds], np.int64),
     )
     _last[:] = [table]
     return table
@@ -171,7 +209,8 @@ def waiting_fits_free(
     t = _hosts(world)
     used = t.used(world)
     free = np.where(t.ready, t.cap - used, 0)
-    off = np.array([n in reserved for n in t.names], bool) if reserved else None
+    whole_free = free == t.cap
+    off = t.reserved(reserved) if reserved else None
     seen: set[tuple[int, Topology, str | None, bool]] = set()
     for sj in jobs:
         kept_off = off is not None and world.charged(sj.job)
@@ -180,24 +219,19 @@ def waiting_fits_free(
             continue
         seen.add(key)
         of_type = t.ready_of(sj.job.gpu_type)
-        if not of_type.any():
+        largest = t.largest[sj.job.gpu_type]
+        if not largest:
             continue
         # Its shape (one host, or whole hosts) comes from the ready hosts of its type;
         # reservations only narrow where it may go (solve.reserve.off_reserved).
-        single = sj.job.gpus <= int(t.cap[of_type].max())
         usable = of_type & ~off if kept_off and off is not None else of_type
         g = sj.job.gpus
-        if single:
+        if g <= largest:
             if np.any(usable & (free >= g)):
                 return True
             continue
         # A gang takes whole hosts of one GPU type and size (in one block for topology block).
-        groups: dict[tuple[str, int, str | None], int] = {}
-        for i in np.flatnonzero(usable & (free == t.cap)).tolist():
-            block = t.blocks[i] if sj.topology is Topology.BLOCK else None
-            k = (t.types[i], int(t.cap[i]), block)
-            groups[k] = groups.get(k, 0) + 1
-        if any(n >= -(-g // c) for (_, c, _), n in groups.items()):
+        if t.gang_fits(usable & whole_free, g, sj.topology is Topology.BLOCK):
             return True
     return False
 

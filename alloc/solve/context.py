@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -69,9 +69,14 @@ class RoundContext:
         """Hold with the tier as displacement category and the value lost if displaced."""
         load.hold(*self._holding(workload, placement))
 
+    def hold_running(self, load: Load, workloads: Iterable[WorkloadId]) -> None:
+        """`hold` of running workloads where they run, in bulk (the same state)."""
+        running_at = self.running_at
+        load.hold_all(self._holding(wid, running_at[wid]) for wid in workloads)
+
     def _holding(
-        self, workload: WorkloadId, placement: dict[int, int]
-    ) -> tuple[WorkloadId, dict[int, int], Tier | None, float]:
+        self, workload: WorkloadId, placement: Mapping[int, int]
+    ) -> tuple[WorkloadId, Mapping[int, int], Tier | None, float]:
         if self.standings[workload].protected:
             return workload, placement, None, 0.0
         cost = self.weights.hold_value[workload] + self.weights.preempt_cost.get(workload, 0.0)

@@ -21,9 +21,14 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
     v = np.rint(values).astype(np.int64)
     hosts = ctx.hosts
     load = Load(hosts)
-    for wid, s in ctx.standings.items():
-        if s.protected or (s.optional_running and v[rm.k[wid]] == 1):
-            ctx.hold(load, wid, ctx.running_placement(wid))
+    ctx.hold_running(
+        load,
+        (
+            wid
+            for wid, s in ctx.standings.items()
+            if s.protected or (s.optional_running and v[rm.k[wid]] == 1)
+        ),
+    )
 
     whole: dict[tuple[int, int, int], list[int]] = defaultdict(list)
     for i, var in rm.e.items():
