@@ -14,6 +14,14 @@ import scipy.sparse as sp
 INF = float("inf")
 
 
+def _filled(value: float | np.ndarray, shape: int | tuple[int, ...]) -> np.ndarray:
+    """A new float array of `shape` from a scalar or an array of that shape (broadcast as numpy
+    does, in a fraction of `np.broadcast_to`'s time for the common scalar)."""
+    if isinstance(value, (int, float)):
+        return np.full(shape, float(value))
+    return np.broadcast_to(np.asarray(value, float), shape).copy()
+
+
 @dataclass
 class ArrayModel:
     lb: list[np.ndarray] = field(default_factory=list)
@@ -44,9 +52,9 @@ class ArrayModel:
         """Add `n` variables; returns their indices."""
         self._built = None
         idx = np.arange(self.n_vars, self.n_vars + n, dtype=np.int64)
-        self.lb.append(np.broadcast_to(np.asarray(lb, float), (n,)).copy())
-        self.ub.append(np.broadcast_to(np.asarray(ub, float), (n,)).copy())
-        self.obj.append(np.broadcast_to(np.asarray(obj, float), (n,)).copy())
+        self.lb.append(_filled(lb, n))
+        self.ub.append(_filled(ub, n))
+        self.obj.append(_filled(obj, n))
         self.integer.append(np.full(n, integer))
         self.n_vars += n
         return idx
@@ -57,8 +65,8 @@ class ArrayModel:
         """Add `n` constraint rows lo <= A x <= hi of one family; returns their indices."""
         self._built = None
         idx = np.arange(self.n_rows, self.n_rows + n, dtype=np.int64)
-        self.rows_lo.append(np.broadcast_to(np.asarray(lo, float), (n,)).copy())
-        self.rows_hi.append(np.broadcast_to(np.asarray(hi, float), (n,)).copy())
+        self.rows_lo.append(_filled(lo, n))
+        self.rows_hi.append(_filled(hi, n))
         start, _ = self.families.get(family, (self.n_rows, self.n_rows))
         self.families[family] = (start, self.n_rows + n)
         self.n_rows += n
@@ -70,7 +78,7 @@ class ArrayModel:
         cols = np.asarray(cols, np.int64)
         self.coo_rows.append(rows)
         self.coo_cols.append(cols)
-        self.coo_vals.append(np.broadcast_to(np.asarray(vals, float), rows.shape).copy())
+        self.coo_vals.append(_filled(vals, rows.shape))
 
     def built(self) -> tuple[tuple[np.ndarray, ...], sp.csr_matrix]:
         """(vectors, matrix), made once until the model changes (read-only)."""
