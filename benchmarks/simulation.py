@@ -155,7 +155,7 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
              "Each run is its own process (at most two at a time on the 2 cores) and names "
              "the commit it measured.", ""]
     head = ("| run | simulation s (process s) | peak MiB "
-            "| full rounds (skipped as quiet) + event passes "
+            "| full rounds (skipped as quiet) + event passes (skipped) "
             "| delivered/owed | worst team "
             "| occupancy while queued (idle: waiting work fit / nothing fit) "
             "| debug p90 | small p90 | large p90 (never started) "
@@ -171,7 +171,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
         lines.append(
             f"| {r['label']} | {r['wall_seconds']:.0f} ({r['process_seconds']:.0f}) | "
             f"{r['peak_mib']:.0f} | {r['rounds']} "
-            f"({r['skipped_rounds']}) + {r.get('event_passes', 0)} | "
+            f"({r['skipped_rounds']}) + {r.get('event_passes', 0)} "
+            f"({r.get('skipped_passes', '-')}) | "
             f"{pct(r['delivered_over_owed'], 2)} | "
             f"{worst.get('budget', '-')} {pct(worst.get('delivered_over_owed'), 2)} | "
             f"{pct(r['occupancy_while_queued'], 2)}{_idle(r)} | {_s(w['debug']['p90'])} | "
