@@ -264,6 +264,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
          max((get(x, "peak_mib") or 0) for x in (sg, sm)) or None, lambda v: v < 1024),
         ("Philly (whole trace, 110 days), greedy <= 40 s",
          get("philly/greedy", "wall_seconds"), lambda v: v <= 40),
+        ("README's first command (7 days synthetic, milp): simulation <= 60 s",
+         get(sm7, "wall_seconds"), lambda v: v <= 60),
     ]
     for policy in CONTRACT:
         pairs = [(by.get(e), by.get(f)) for e, f in
