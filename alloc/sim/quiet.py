@@ -32,7 +32,6 @@ class _Hosts:
     index: dict[HostName, int]
     cap: np.ndarray
     types: tuple[str, ...]
-    blocks: tuple[str, ...]
     ready: np.ndarray
     draining: np.ndarray
     maintenance: np.ndarray
@@ -102,7 +101,6 @@ def _hosts(world: World) -> _Hosts:
         {h.name: i for i, h in enumerate(hosts)},
         np.array([h.gpus for h in hosts], np.int64),
         tuple(h.gpu_type for h in hosts),
-        tuple(h.block for h in hosts),
         np.array([h.state is HostState.READY for h in hosts], bool),
         np.array([h.state.draining for h in hosts], bool),
         np.array([h.state is HostState.MAINTENANCE for h in hosts], bool),
