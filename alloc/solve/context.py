@@ -52,14 +52,8 @@ class RoundContext:
     def initial_load(self) -> Load:
         """Protected work held and every optional running workload kept where it is."""
         load = Load(self.hosts)
-        tier, value, cost = self.weights.tier, self.weights.hold_value, self.weights.preempt_cost
-        items: list[tuple[WorkloadId, Mapping[int, int], Tier | None, float]] = []
-        for wid, placement in self.running_at.items():  # as `_holding` of each, in one pass
-            if self.standings[wid].protected:
-                items.append((wid, placement, None, 0.0))
-            else:
-                items.append((wid, placement, tier[wid], value[wid] + cost.get(wid, 0.0)))
-        load.hold_all(items, no_copy=True, used=self.fixed_used + self.optional_used)
+        used = self.fixed_used + self.optional_used
+        self.hold_running(load, self.running_at, no_copy=True, used=used)
         return load
 
     def running_placement(self, workload: WorkloadId) -> dict[int, int]:
@@ -69,10 +63,19 @@ class RoundContext:
         """Hold with the tier as displacement category and the value lost if displaced."""
         load.hold(*self._holding(workload, placement))
 
-    def hold_running(self, load: Load, workloads: Iterable[WorkloadId]) -> None:
-        """`hold` of running workloads where they run, in bulk (the same state)."""
+    def hold_running(
+        self,
+        load: Load,
+        workloads: Iterable[WorkloadId],
+        no_copy: bool = False,
+        used: np.ndarray | None = None,
+    ) -> None:
+        """`hold` of running workloads where they run, in bulk (the same state); `no_copy` and
+        `used` as `Load.hold_all` takes them."""
         running_at = self.running_at
-        load.hold_all(self._holding(wid, running_at[wid]) for wid in workloads)
+        load.hold_all(
+            (self._holding(wid, running_at[wid]) for wid in workloads), no_copy=no_copy, used=used
+        )
 
     def _holding(
         self, workload: WorkloadId, placement: Mapping[int, int]
