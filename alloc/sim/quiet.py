@@ -158,8 +158,7 @@ def nothing_to_decide(world: World) -> bool:
 
 def _some_fits(world: World, t: _Hosts, room: np.ndarray) -> bool:
     """Some queued job fits into `room` (GPUs per host), blocks ignored (conservative)."""
-    cap, ready = t.cap, t.ready
-    of_type: dict[str | None, np.ndarray] = {None: ready}  # ready hosts a job may use
+    cap = t.cap
     seen: set[tuple[int, str, str | None]] = set()
     for sj in world.queued_kinds():
         wanted = sj.job.gpu_type
@@ -167,12 +166,9 @@ def _some_fits(world: World, t: _Hosts, room: np.ndarray) -> bool:
         if key in seen:
             continue
         seen.add(key)
-        if wanted not in of_type:
-            of_type[wanted] = ready & np.array([ty == wanted for ty in t.types], bool)
-        usable = of_type[wanted]
+        usable = t.ready_of(wanted)  # ready hosts a job may use
         g = sj.job.gpus
-        largest = int(cap[usable].max()) if usable.any() else 0
-        if g <= largest:
+        if g <= t.largest[wanted]:
             if np.any(usable & (cap >= g) & (room >= g)):
                 return True
         elif _whole_hosts_fit(usable & (room == cap), cap, g):
