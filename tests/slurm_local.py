@@ -53,11 +53,31 @@ class Cluster:
     def run(self, *argv: str) -> str:
         return self.commands.run(*argv, retry=False)
 
-    def sbatch(self, account: str, gres: str, nodes: int = 1, comment: str = "",
-               name: str = "job", hold: bool = True) -> str:
+    def sbatch(
+        self,
+        account: str,
+        gres: str,
+        nodes: int = 1,
+        comment: str = "",
+        name: str = "job",
+        hold: bool = True,
+    ) -> str:
         """A job of `nodes` nodes with `gres` each (e.g. gpu:8, gpu:a100:4); its id."""
-        argv = ["sbatch", "--parsable", "-A", account, "-J", name, "-N", str(nodes),
-                f"--gres={gres}", "--comment", comment, "--output", "/dev/null"]
+        argv = [
+            "sbatch",
+            "--parsable",
+            "-A",
+            account,
+            "-J",
+            name,
+            "-N",
+            str(nodes),
+            f"--gres={gres}",
+            "--comment",
+            comment,
+            "--output",
+            "/dev/null",
+        ]
         if hold:
             argv.append("--hold")
         return self.run(*argv, str(self.script)).strip().split(";")[0]
@@ -80,20 +100,35 @@ class Cluster:
 
     def reset(self) -> None:
         """No jobs, every node in service."""
-        subprocess.run(["scancel", "--full", "-u", "root"], env=self.env, check=False,
-                       capture_output=True)
+        subprocess.run(
+            ["scancel", "--full", "-u", "root"], env=self.env, check=False, capture_output=True
+        )
         nodes = self.commands.json("sinfo")["nodes"]
         for n in nodes:
             if n.get("state_flags") or n.get("state") != "idle":
-                subprocess.run(["scontrol", "update", f"NodeName={n['name']}", "State=RESUME"],
-                               env=self.env, check=False, capture_output=True)
-        self.wait(lambda jobs: not [j for j in jobs.values()
-                                   if j["job_state"] in ("PENDING", "RUNNING", "COMPLETING")])
+                subprocess.run(
+                    ["scontrol", "update", f"NodeName={n['name']}", "State=RESUME"],
+                    env=self.env,
+                    check=False,
+                    capture_output=True,
+                )
+        self.wait(
+            lambda jobs: (
+                not [
+                    j
+                    for j in jobs.values()
+                    if j["job_state"] in ("PENDING", "RUNNING", "COMPLETING")
+                ]
+            )
+        )
 
 
 def jobs_brief(jobs: dict[str, dict]) -> list[tuple]:
-    return [(i, j["job_state"], j.get("state_reason"), j.get("nodes")) for i, j in jobs.items()
-            if j["job_state"] in ("PENDING", "RUNNING", "COMPLETING")]
+    return [
+        (i, j["job_state"], j.get("state_reason"), j.get("nodes"))
+        for i, j in jobs.items()
+        if j["job_state"] in ("PENDING", "RUNNING", "COMPLETING")
+    ]
 
 
 def cluster_of(folder: Path, tmp_path_factory) -> Iterator[Cluster]:  # type: ignore[no-untyped-def]

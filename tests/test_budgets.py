@@ -13,11 +13,22 @@ from alloc.controller import StateStore
 from alloc.controller.budgets import GovernanceError, check_change, owners_of, with_shares
 from alloc.domain import BudgetNode, BudgetTree
 
-TREE = BudgetTree(BudgetNode("lab", 1.0, ("director",), (
-    BudgetNode("nlp", 0.6, ("pm-nlp",), (
-        BudgetNode("olmo", 0.7, ("lead-olmo",)), BudgetNode("tulu", 0.3))),
-    BudgetNode("vision", 0.4),
-)))
+TREE = BudgetTree(
+    BudgetNode(
+        "lab",
+        1.0,
+        ("director",),
+        (
+            BudgetNode(
+                "nlp",
+                0.6,
+                ("pm-nlp",),
+                (BudgetNode("olmo", 0.7, ("lead-olmo",)), BudgetNode("tulu", 0.3)),
+            ),
+            BudgetNode("vision", 0.4),
+        ),
+    )
+)
 
 
 def test_owners_are_inherited_down_the_tree():
@@ -74,12 +85,14 @@ def test_budgets_set_is_audited_and_refused_to_non_owners(tmp_path: Path):
     config = tmp_path / "c.yaml"
     config.write_text(CONFIG.format(state=tmp_path / "s.db"))
     runner = CliRunner()
-    ok = runner.invoke(app, ["budgets", "set", "nlp/olmo", "50%", "--as", "pm-nlp",
-                             "--config", str(config)])
+    ok = runner.invoke(
+        app, ["budgets", "set", "nlp/olmo", "50%", "--as", "pm-nlp", "--config", str(config)]
+    )
     assert ok.exit_code == 0, ok.stderr
     assert ok.stdout.startswith("nlp/olmo: 70.0% -> 50.0% (by pm-nlp,")
-    refused = runner.invoke(app, ["budgets", "set", "vision", "50%", "--as", "pm-nlp",
-                                  "--config", str(config)])
+    refused = runner.invoke(
+        app, ["budgets", "set", "vision", "50%", "--as", "pm-nlp", "--config", str(config)]
+    )
     assert refused.exit_code == 2
     assert "'pm-nlp' does not own the root; who may change vision: director" in refused.stderr
     shown = runner.invoke(app, ["budgets", "show", "--config", str(config)])
@@ -91,7 +104,11 @@ def test_budgets_set_is_audited_and_refused_to_non_owners(tmp_path: Path):
     store = StateStore(f"sqlite:///{tmp_path / 's.db'}")
     (change,) = store.budget_history()
     assert (change["who"], change["path"], change["old"], change["new"]) == (
-        "pm-nlp", "nlp/olmo", 0.7, 0.5)
+        "pm-nlp",
+        "nlp/olmo",
+        0.7,
+        0.5,
+    )
     store.close()
 
 
@@ -102,16 +119,19 @@ def test_a_user_acts_only_as_themselves_unless_root(tmp_path: Path, monkeypatch)
     config.write_text(CONFIG.format(state=tmp_path / "s.db"))
     monkeypatch.setattr(getpass, "getuser", lambda: "alice")
     runner = CliRunner()
-    posing = runner.invoke(app, ["budgets", "set", "nlp/olmo", "50%", "--as", "pm-nlp",
-                                 "--config", str(config)])
+    posing = runner.invoke(
+        app, ["budgets", "set", "nlp/olmo", "50%", "--as", "pm-nlp", "--config", str(config)]
+    )
     assert posing.exit_code == 2
     assert "you are alice: you may act only as yourself" in posing.stderr
-    herself = runner.invoke(app, ["budgets", "set", "nlp/olmo", "50%", "--as", "alice",
-                                  "--config", str(config)])
+    herself = runner.invoke(
+        app, ["budgets", "set", "nlp/olmo", "50%", "--as", "alice", "--config", str(config)]
+    )
     assert herself.exit_code == 2 and "'alice' does not own nlp" in herself.stderr
     monkeypatch.setattr(getpass, "getuser", lambda: "root")
-    ok = runner.invoke(app, ["budgets", "set", "nlp/olmo", "50%", "--as", "pm-nlp",
-                             "--config", str(config)])
+    ok = runner.invoke(
+        app, ["budgets", "set", "nlp/olmo", "50%", "--as", "pm-nlp", "--config", str(config)]
+    )
     assert ok.exit_code == 0, ok.stderr
     store = StateStore(f"sqlite:///{tmp_path / 's.db'}")
     (change,) = store.budget_history()

@@ -336,8 +336,17 @@ def test_a_written_instance_quotes_names_a_yaml_1_2_reader_would_take_for_number
     from alloc.io import dump_instance, parse_instance
 
     snapshot = parse_instance(
-        yaml.safe_dump(instance(budgets={"name": "root", "children": [
-            {"name": "6214e9", "share": "50%"}, {"name": "103959", "share": "50%"}]}))
+        yaml.safe_dump(
+            instance(
+                budgets={
+                    "name": "root",
+                    "children": [
+                        {"name": "6214e9", "share": "50%"},
+                        {"name": "103959", "share": "50%"},
+                    ],
+                }
+            )
+        )
     )
     text = dump_instance(snapshot)
     assert "name: '6214e9'" in text and "name: '103959'" in text

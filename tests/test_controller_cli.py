@@ -147,6 +147,9 @@ def test_metrics_are_served_for_prometheus(config, tmp_path):
     # vision: demand from 30 min (c arrives), owed 8 GPUs, delivered none.
     assert lines['alloc_owed_gpu_seconds_total{budget="vision"}'] == 8 * 900
     assert lines['alloc_delivered_over_owed{budget="vision"}'] == 0.0
+    # Within 45 minutes the window's period and the hour are the same: the same figures.
+    assert lines['alloc_delivered_over_owed_hourly{budget="nlp"}'] == 1.0
+    assert lines['alloc_delivered_within_owed_hourly_gpu_seconds_total{budget="nlp"}'] == 8 * 2700
     assert 'alloc_wait_seconds_count{class="small"}' in lines
 
 
@@ -254,3 +257,26 @@ def test_event_passes_start_nothing_a_full_round_must_rebalance_for(config):
     # The outcome's plan is whole (for metrics and reports): one decision per workload.
     assert {d.workload for d in outcomes[2].plan.decisions} == {"a", "b", "c"}
     store.close()
+
+
+def test_the_controller_credits_delivered_time_per_lookback_period_and_per_hour():
+    # One node owed 4 GPUs for 3 hours (12 GPU-hours) gets 0 GPUs in hours 0-1 and 8 in
+    # hour 2. A 3-hour lookback: one period, credited min(8, 12) = 8 GPU-hours. A 2-hour
+    # lookback: the first period credits min(0, 8) = 0, the second min(8, 4) = 4. Hour by
+    # hour (a 1-hour period): only hour 2 counts, min(8, 4) = 4.
+    from alloc.controller.metrics import Credit
+
+    hour = 3600.0
+    for period_h, expected in ((3, 8.0), (2, 4.0), (1, 4.0)):
+        credit = Credit(100.0, period_h * hour)
+        credit.add(100.0, 100.0 + 0.5 * hour, 0.0, 4.0)  # rounds half an hour apart
+        credit.add(100.0 + 0.5 * hour, 100.0 + 2 * hour, 0.0, 4.0)
+        seen = [credit.credited]
+        credit.add(100.0 + 2 * hour, 100.0 + 3 * hour, 8.0, 4.0)
+        seen.append(credit.credited)
+        assert credit.credited == pytest.approx(expected * hour)
+        assert seen == sorted(seen)  # a counter: the credit never goes down
+    # Rates held across several boundaries at once are split at each of them.
+    credit = Credit(0.0, hour)
+    credit.add(0.0, 3 * hour, 2.0, 1.0)
+    assert credit.credited == pytest.approx(3 * hour)

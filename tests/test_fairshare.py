@@ -198,8 +198,13 @@ def test_the_projected_order_is_the_pick_by_pick_walk_of_section_2_2(seed):
     leaves = [f"{p['name']}/{t['name']}" for p in programs for t in p["children"]]
     usage = {leaf: rng.choice([0, rng.uniform(0, 3000)]) for leaf in leaves}
     work = [
-        workload(f"w{i:02d}", rng.choice([1, 2, 4, 8]), budget=rng.choice(leaves),
-                 priority=rng.randint(0, 2), submitted=ago(hours=rng.randint(1, 50)))
+        workload(
+            f"w{i:02d}",
+            rng.choice([1, 2, 4, 8]),
+            budget=rng.choice(leaves),
+            priority=rng.randint(0, 2),
+            submitted=ago(hours=rng.randint(1, 50)),
+        )
         for i in range(40)
     ]
     hosts = [host(f"h{i}") for i in range(4)]

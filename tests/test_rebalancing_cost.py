@@ -9,22 +9,35 @@ from conftest import ago, host, instance, solve_checked, workload
 
 def team_a_run(name: str, on: str, ran_min: float, resumable: bool = True):
     """A run of team a on one whole host, past its 20-minute protection."""
-    return workload(name, 8, "a", min_runtime="20m", resumable=resumable, hosts={on: 8},
-                    started=ago(minutes=ran_min))
+    return workload(
+        name,
+        8,
+        "a",
+        min_runtime="20m",
+        resumable=resumable,
+        hosts={on: 8},
+        started=ago(minutes=ran_min),
+    )
 
 
 def decide(solver: str, first, second) -> dict:
     # Two hosts of 8; team a holds both; team b (far behind) queues 8 GPUs and is entitled to
     # them: one of a's runs must go.
-    lab = instance(hosts=[host("h1"), host("h2")], usage={"a": 500.0, "b": 0.0},
-                   workloads=[first, second, workload("b-job", 8, "b", min_runtime="1h")])
+    lab = instance(
+        hosts=[host("h1"), host("h2")],
+        usage={"a": 500.0, "b": 0.0},
+        workloads=[first, second, workload("b-job", 8, "b", min_runtime="1h")],
+    )
     plan = solve_checked(lab, solver)
     return {wid: (d.action.value, d.reason.value) for wid, d in plan.by_workload.items()}
 
 
 def test_work_that_cannot_resume_and_ran_past_a_checkpoint_interval_is_kept(solver):
-    d = decide(solver, team_a_run("a-resumable", "h1", 210),
-               team_a_run("a-fragile", "h2", 180, resumable=False))
+    d = decide(
+        solver,
+        team_a_run("a-resumable", "h1", 210),
+        team_a_run("a-fragile", "h2", 180, resumable=False),
+    )
     assert d["a-fragile"] == ("keep", "costly_to_stop")
     assert d["a-resumable"] == ("preempt", "rebalanced")
     assert d["b-job"][0] == "start"
@@ -32,8 +45,11 @@ def test_work_that_cannot_resume_and_ran_past_a_checkpoint_interval_is_kept(solv
 
 def test_work_that_cannot_resume_is_rebalanced_within_its_first_checkpoint_interval(solver):
     # 30 minutes run: past its 20-minute protection, within the 1 h checkpoint interval.
-    d = decide(solver, team_a_run("a-young", "h1", 30, resumable=False),
-               team_a_run("a-fragile", "h2", 180, resumable=False))
+    d = decide(
+        solver,
+        team_a_run("a-young", "h1", 30, resumable=False),
+        team_a_run("a-fragile", "h2", 180, resumable=False),
+    )
     assert d["a-young"][0] == "preempt" and d["a-fragile"][0] == "keep"
 
 

@@ -213,6 +213,24 @@ def test_report_is_self_contained_and_escaped(tmp_path: Path) -> None:
         assert text in html
 
 
+def test_report_shows_the_window_figure_and_the_hourly_one_beside_it(tmp_path: Path) -> None:
+    teams = {
+        "a": _team(100.0, 0.95, 60.0, 600.0, 0) | {"delivered_over_owed_hourly": 0.81},
+        "b": _team(90.0, 0.9, 60.0, 600.0, 0) | {"delivered_over_owed_hourly": 0.85},
+    }
+    run = make_run(
+        tmp_path / "run",
+        teams=teams,
+        delivered_over_owed_hourly=0.83,
+        worst_team_hourly={"budget": "a", "delivered_over_owed_hourly": 0.81},
+    )
+    html = write_report(run, "synthetic").read_text(encoding="utf-8")
+    # Over the window b is the worst team (90%); hour by hour a is (81%).
+    assert "worst team b at 90.0%" in html
+    assert "impact: hour by hour" in html and "worst team a at 81.0%" in html
+    assert "83.0%" in html
+
+
 def test_report_credit_recorded_by_the_run_and_none(tmp_path: Path) -> None:
     recorded = make_run(tmp_path / "a", credit="Derived from ITP <x>", source="itp")
     html = write_report(recorded, "itp").read_text(encoding="utf-8")
@@ -284,7 +302,14 @@ def test_comparison_json_png_html(tmp_path: Path) -> None:
 def test_comparison_table_rows(tmp_path: Path) -> None:
     rows = comparison_table(_runs(tmp_path)[:2])
     assert rows[0] == [
-        "team", "run", "delivered", "owed", "d/o", "wait p50", "wait p90", "preempt.",
+        "team",
+        "run",
+        "delivered",
+        "owed",
+        "d/o",
+        "wait p50",
+        "wait p90",
+        "preempt.",
         "against baseline",
     ]
     assert all(len(r) == 9 for r in rows)
@@ -296,7 +321,13 @@ def test_comparison_table_rows(tmp_path: Path) -> None:
     assert set(by) == {(t, run) for t in ("a", "b", "<b>x</b>") for run in ("baseline", "alt <i>")}
     assert by["a", "baseline"] == ["100 h", "100 h", "80.0%", "1 min", "10 min", "3", ""]
     assert by["a", "alt <i>"] == [
-        "120 h", "100 h", "90.0%", "30 s", "15 min", "1", "+20 h / +10.0 pp / -30 s / +5 min / -2"
+        "120 h",
+        "100 h",
+        "90.0%",
+        "30 s",
+        "15 min",
+        "1",
+        "+20 h / +10.0 pp / -30 s / +5 min / -2",
     ]
     assert by["b", "alt <i>"] == ["-"] * 6 + ["-"]
 
@@ -340,8 +371,9 @@ def test_durations_that_round_to_zero_have_no_sign() -> None:
 
 
 def test_each_run_can_have_its_own_baseline(tmp_path: Path) -> None:
-    runs = _runs(tmp_path)[:2] + [("alt2", make_run(tmp_path / "alt2", teams={
-        "a": _team(130.0, 0.95, 30.0, 900.0, 1)}))]
+    runs = _runs(tmp_path)[:2] + [
+        ("alt2", make_run(tmp_path / "alt2", teams={"a": _team(130.0, 0.95, 30.0, 900.0, 1)}))
+    ]
     rows = comparison_table(runs, baselines=[0, 0, 1])
     assert rows[0][-1] == "against its baseline"
     team, by = "", {}
@@ -359,8 +391,10 @@ def test_a_team_owed_nothing_reads_as_such_in_every_report(tmp_path: Path) -> No
     # Team b is owed 100 GPU-hours in the baseline and nothing in the other run (a null
     # ratio): report.html shows "-", the comparison's delta "-" (not 0), and every plot draws.
     nothing = _team(0.0, 1.0, 0.0, 0.0, 0) | {"owed_gpu_hours": 0.0, "delivered_over_owed": None}
-    base = make_run(tmp_path / "base", teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3),
-                                              "b": _team(50.0, 0.5, 0.0, 10.0, 0)})
+    base = make_run(
+        tmp_path / "base",
+        teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3), "b": _team(50.0, 0.5, 0.0, 10.0, 0)},
+    )
     alt = make_run(tmp_path / "alt", teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3), "b": nothing})
     write_plots(alt)
     report = write_report(alt, "owed nothing")

@@ -220,13 +220,22 @@ def test_explain_names_the_runs_of_its_own_node_that_keep_a_gang_beyond_what_it_
     from alloc.explain import explain
 
     def run(id, gpus, host, started):
-        return workload(id, gpus, budget="big", min_runtime="4h", priority=1,
-                        started=started, hosts={host: gpus})
+        return workload(
+            id,
+            gpus,
+            budget="big",
+            min_runtime="4h",
+            priority=1,
+            started=started,
+            hosts={host: gpus},
+        )
 
     data = instance(
         hosts=[host(f"h{i}", block=f"b{i // 4}") for i in range(8)],
-        budgets={"name": "lab", "children": [{"name": "big", "share": "60%"},
-                                             {"name": "other", "share": "40%"}]},
+        budgets={
+            "name": "lab",
+            "children": [{"name": "big", "share": "60%"}, {"name": "other", "share": "40%"}],
+        },
         workloads=[
             run("big-run1", 8, "h0", ago(hours=1)),
             run("big-run2", 4, "h4", ago(hours=1)),
@@ -249,19 +258,37 @@ def test_explain_counts_what_a_node_is_owed_in_whole_gpus_despite_float_error():
     from alloc.explain import explain
 
     def run(id, gpus, on, budget):
-        return workload(id, gpus, budget=budget, min_runtime="4h", priority=1,
-                        started=ago(hours=1), hosts={on: gpus})
+        return workload(
+            id,
+            gpus,
+            budget=budget,
+            min_runtime="4h",
+            priority=1,
+            started=ago(hours=1),
+            hosts={on: gpus},
+        )
 
-    work = [run("l0", 8, "h0", "t/leaf"), run("l1", 8, "h1", "t/leaf"),
-            run("l2", 3, "h2", "t/leaf")]
+    work = [
+        run("l0", 8, "h0", "t/leaf"),
+        run("l1", 8, "h1", "t/leaf"),
+        run("l2", 3, "h2", "t/leaf"),
+    ]
     work += [run(f"o{i}", 8, f"h{i}", "o") for i in range(3, 15)]
     work += [workload("w", 8, budget="t/leaf", min_runtime="4h")]
-    tree = {"name": "lab", "children": [
-        {"name": "t", "share": "30%", "children": [{"name": "leaf", "share": "75%"},
-                                                   {"name": "x", "share": "25%"}]},
-        {"name": "o", "share": "70%"}]}
-    snap = snapshot_of(instance(hosts=[host(f"h{i}") for i in range(15)], budgets=tree,
-                                workloads=work))
+    tree = {
+        "name": "lab",
+        "children": [
+            {
+                "name": "t",
+                "share": "30%",
+                "children": [{"name": "leaf", "share": "75%"}, {"name": "x", "share": "25%"}],
+            },
+            {"name": "o", "share": "70%"},
+        ],
+    }
+    snap = snapshot_of(
+        instance(hosts=[host(f"h{i}") for i in range(15)], budgets=tree, workloads=work)
+    )
     text = " ".join(" ".join(explain(snap, solve_checked(snap, "greedy"), "w").lines()).split())
     assert "w: wait" in text
     assert "holds at most" not in text and "more than all" not in text
@@ -275,10 +302,21 @@ def test_explain_tells_a_second_gang_of_the_node_that_the_first_goes_first():
 
     data = _example()
     data["workloads"] += [
-        {"id": "a-gang2", "budget": "a", "gpus": 24, "min_runtime": "4h",
-         "submitted": "2026-11-30T08:00:00Z"},
-        {"id": "a-huge", "budget": "a", "gpus": 40, "min_runtime": "4h", "priority": 2,
-         "submitted": "2026-11-30T06:00:00Z"},
+        {
+            "id": "a-gang2",
+            "budget": "a",
+            "gpus": 24,
+            "min_runtime": "4h",
+            "submitted": "2026-11-30T08:00:00Z",
+        },
+        {
+            "id": "a-huge",
+            "budget": "a",
+            "gpus": 40,
+            "min_runtime": "4h",
+            "priority": 2,
+            "submitted": "2026-11-30T06:00:00Z",
+        },
     ]
     snap = snapshot_of(data)
     plan = solve_checked(snap, "greedy")

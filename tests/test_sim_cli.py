@@ -193,7 +193,11 @@ def test_simulate_a_lab_with_a_trace(files, tmp_path):
     assert result.exit_code == 0, result.output + result.stderr
     m = check_run_folder(out)
     assert m["jobs"] == {
-        "submitted": 3, "completed": 3, "running_at_end": 0, "queued_at_end": 0, "never_fit": 0
+        "submitted": 3,
+        "completed": 3,
+        "running_at_end": 0,
+        "queued_at_end": 0,
+        "never_fit": 0,
     }
     assert m["availability"] == 1.0
     assert m["allocated_occupancy"] == pytest.approx(10 / 48, abs=1e-6)
@@ -478,8 +482,17 @@ def test_the_round_models_and_full_validation_are_run_and_reported(files, tmp_pa
     for model, extra in (("events", ["--validate-passes"]), ("full", [])):
         out = tmp_path / model
         result = run(
-            "simulate", files["lab.yaml"], "--trace", trace, "--days", "0.1", "--out", out,
-            "--rounds", model, *extra,
+            "simulate",
+            files["lab.yaml"],
+            "--trace",
+            trace,
+            "--days",
+            "0.1",
+            "--out",
+            out,
+            "--rounds",
+            model,
+            *extra,
         )
         assert result.exit_code == 0, result.output
         runs[model] = json.loads((out / "metrics.json").read_text())
@@ -497,8 +510,10 @@ def test_whatif_into_a_folder_with_other_runs_says_they_are_not_compared(files, 
     result = whatif(files, out, "--policies", "greedy")
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
-    assert "also holds runs of an earlier comparison, left as they were and not compared: " \
+    assert (
+        "also holds runs of an earlier comparison, left as they were and not compared: "
         "alt-greedy" in text
+    )
     assert "alt/greedy" not in (out / "comparison.json").read_text(encoding="utf-8")
 
 
@@ -655,8 +670,14 @@ def test_an_output_folder_that_cannot_be_written_is_bad_input_before_the_run(
 ):
     blocker = write(tmp_path, "taken", "not a folder\n")
     out = blocker if where == "a file" else blocker / "sub"
-    result = on_trace(command, files, out, "--policies" if command == "whatif" else "--policy",
-                      "greedy", days="30")  # 30 days: would take long if it ran first
+    result = on_trace(
+        command,
+        files,
+        out,
+        "--policies" if command == "whatif" else "--policy",
+        "greedy",
+        days="30",
+    )  # 30 days: would take long if it ran first
     assert result.exit_code == 2, result.stderr
     assert "--out" in result.stderr and "taken" in result.stderr
     assert blocker.read_text() == "not a folder\n"
@@ -686,8 +707,7 @@ def test_a_trace_job_with_the_id_of_a_lab_workload_is_bad_input(files, tmp_path)
         "     submitted: 2026-11-30T11:00:00Z}\n",
     )
     out = tmp_path / "out"
-    result = run("simulate", lab, "--trace", files["trace.csv"], "--policy", "greedy",
-                 "--out", out)
+    result = run("simulate", lab, "--trace", files["trace.csv"], "--policy", "greedy", "--out", out)
     assert_bad_input(result, out, f"{files['trace.csv']}:3", "id", "'j2'", "with-w.yaml")
 
 
@@ -699,8 +719,7 @@ def test_a_lab_workload_without_a_runtime_is_named_by_its_line(tmp_path):
         " submitted: 2026-11-30T11:00:00Z}\n",
     )
     out = tmp_path / "out"
-    result = run("simulate", lab, "--trace", write(tmp_path, "e.csv", HEADER + "\n"),
-                 "--out", out)
+    result = run("simulate", lab, "--trace", write(tmp_path, "e.csv", HEADER + "\n"), "--out", out)
     assert_bad_input(result, out, f"{lab}:17", "workloads[0].runtime", "'w1'")
 
 
@@ -709,7 +728,7 @@ def test_a_lab_workload_without_a_runtime_is_named_by_its_line(tmp_path):
     [
         (f"{HEADER},id\n", 1, ["id", "twice"]),
         (f"{HEADER}\nj1,b,8,0,inf,1h,true,0,\n", 2, ["runtime", "finite"]),
-        (f"{HEADER}\nj1,\"b,8,0,60,0,true,0,\nj2,b,8,0,60,0,true,0,\n", 2, ["quote"]),
+        (f'{HEADER}\nj1,"b,8,0,60,0,true,0,\nj2,b,8,0,60,0,true,0,\n', 2, ["quote"]),
     ],
     ids=["a column twice", "infinite runtime", "unclosed quote"],
 )
@@ -726,8 +745,18 @@ def test_a_trace_saved_with_a_byte_order_mark_reads_like_any_other(files, tmp_pa
     trace = tmp_path / "bom.csv"
     trace.write_text("\ufeff" + TRACE, encoding="utf-8")
     out = tmp_path / "out"
-    result = run("simulate", files["lab.yaml"], "--trace", trace, "--policy", "greedy",
-                 "--days", "0.01", "--out", out)
+    result = run(
+        "simulate",
+        files["lab.yaml"],
+        "--trace",
+        trace,
+        "--policy",
+        "greedy",
+        "--days",
+        "0.01",
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads((out / "metrics.json").read_text())["jobs"]["submitted"] == 3
 
@@ -748,11 +777,14 @@ def test_a_malformed_host_events_row_is_bad_input(files, tmp_path, text, named):
     assert_bad_input(result, out, str(events), *named)
 
 
-@pytest.mark.parametrize(("solver", "flag", "ran"), [
-    ("greedy", [], "greedy"),  # the lab's policy.solver, when --policy is not given
-    ("milp", [], "milp"),
-    ("greedy", ["--policy", "milp"], "milp"),  # --policy wins
-])
+@pytest.mark.parametrize(
+    ("solver", "flag", "ran"),
+    [
+        ("greedy", [], "greedy"),  # the lab's policy.solver, when --policy is not given
+        ("milp", [], "milp"),
+        ("greedy", ["--policy", "milp"], "milp"),  # --policy wins
+    ],
+)
 def test_simulate_runs_the_labs_solver_unless_told_otherwise(files, tmp_path, solver, flag, ran):
     files["lab.yaml"].write_text(LAB + f"policy: {{solver: {solver}}}\n", encoding="utf-8")
     out = tmp_path / "out"
@@ -779,11 +811,14 @@ def test_simulate_can_replay_a_trace_from_later_on(files, tmp_path):
     assert start == datetime.fromisoformat("2026-11-30T12:10:00+00:00").timestamp()
 
 
-@pytest.mark.parametrize(("args", "named"), [
-    (["--start", "-1h"], "--start"),
-    (["--start", "soon"], "--start"),
-    (["--start", "200d"], "no job is submitted after it"),
-])
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--start", "-1h"], "--start"),
+        (["--start", "soon"], "--start"),
+        (["--start", "200d"], "no job is submitted after it"),
+    ],
+)
 def test_a_bad_start_is_bad_input(files, tmp_path, args, named):
     out = tmp_path / "out"
     result = on_trace("simulate", files, out, *args)
@@ -840,14 +875,14 @@ def test_a_new_ledger_file_is_not_created_when_the_input_is_bad(files, tmp_path)
     ledger = tmp_path / "new.sqlite"
     trace = write(tmp_path, "bad.csv", f"{HEADER}\nj1,b,8,0,-5,1h,true,0,\n")
     out = tmp_path / "out"
-    result = run("simulate", files["lab.yaml"], "--trace", trace, "--ledger", ledger,
-                 "--out", out)
+    result = run("simulate", files["lab.yaml"], "--trace", trace, "--ledger", ledger, "--out", out)
     assert_bad_input(result, out, "runtime")
     assert not ledger.exists()
 
 
-@pytest.mark.parametrize("content", ["not a database\n" * 100, "ledger"],
-                         ids=["not SQLite", "holds a run"])
+@pytest.mark.parametrize(
+    "content", ["not a database\n" * 100, "ledger"], ids=["not SQLite", "holds a run"]
+)
 def test_a_ledger_file_that_is_not_a_new_ledger_is_bad_input(files, tmp_path, content):
     ledger = tmp_path / "old.sqlite"
     if content == "ledger":
@@ -869,8 +904,9 @@ def test_a_ledger_file_that_is_not_a_new_ledger_is_bad_input(files, tmp_path, co
 def test_whatif_replays_host_events_in_every_run(files, tmp_path):
     events = write(tmp_path, "hosts.csv", "time,host,state\n600,h2,unhealthy\n")
     out = tmp_path / "out"
-    result = whatif(files, out, "--policies", "greedy,fifo", "--host-events", events,
-                    "--repair", "1h")
+    result = whatif(
+        files, out, "--policies", "greedy,fifo", "--host-events", events, "--repair", "1h"
+    )
     assert result.exit_code == 0, result.stderr
     for run in ("base-greedy", "base-fifo"):
         metrics = json.loads((out / run / "metrics.json").read_text())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -287,9 +288,7 @@ def test_preempted_work_that_fits_elsewhere_restarts_at_the_next_allowed_round(
 
 @pytest.mark.parametrize("policy", CONTRACT)
 @pytest.mark.parametrize("via", ["lab policy", "simulation option"])
-def test_the_checkpoint_interval_given_to_the_simulation_is_the_one_the_allocator_uses(
-    policy, via
-):
+def test_the_checkpoint_interval_given_to_the_simulation_is_the_one_the_allocator_uses(policy, via):
     # One host. a1 (team a, not resumable, 10 h, minimum 2 h) starts at 0 s; b1 (team b, 8
     # GPUs) arrives at 600 s. With a 3 h checkpoint interval a1 has not run past one when its
     # protection ends at 7200 s, so it is not costly_to_stop: it is rebalanced and b1 starts
@@ -683,32 +682,56 @@ def test_the_contracts_policies_break_no_invariant_where_the_baselines_do(policy
 
 
 @pytest.mark.parametrize("policy", CONTRACT)
-def test_delivered_over_owed_is_capped_hour_by_hour(policy):
+def test_delivered_over_owed_is_credited_over_the_window_and_hour_by_hour(policy):
     # One host, 3 hours. b used 10 GPU-hours before the start, so A (team a, 8 GPUs, 2 h,
     # protected all along) goes first at 0 s; B (team b, 8 GPUs, 1 h) runs 7200..10800 s.
     # Each team is owed 50% x 8 = 4 GPUs in an hour it has demand (queued or running):
-    #   hour 0: a owed 4, delivered 8 -> counts 4;  b owed 4 (queued), delivered 0
-    #   hour 1: a owed 4, delivered 8 -> counts 4;  b owed 4, delivered 0
-    #   hour 2: a no demand, owed 0;                b owed 4, delivered 8 -> counts 4
-    # a: 8 of 8 owed (its 8 extra GPU-hours make up for nothing): 1.0; b: 4 of 12: 1/3.
-    # Overall: 12 of 20 = 0.6. The worst team is b.
+    #   hour 0: a owed 4, delivered 8;  b owed 4 (queued), delivered 0
+    #   hour 1: a owed 4, delivered 8;  b owed 4, delivered 0
+    #   hour 2: a no demand, owed 0;    b owed 4, delivered 8
+    # Over the window (one 7-day period holds the whole run): a is credited min(16, 8) = 8 of
+    # 8 owed: 1.0; b min(8, 12) = 8 of 12: 2/3; overall 16 of 20 = 0.8.
+    # Hour by hour: a 4 + 4 = 8 of 8: 1.0 (its 8 extra GPU-hours make up for nothing); b only
+    # hour 2 counts, 4 of 12: 1/3; overall 12 of 20 = 0.6. The worst team is b either way.
     jobs = [job("A", "a", 8, 0.0, 2 * HOUR, 2 * HOUR), job("B", "b", 8, 0.0, HOUR, HOUR)]
     result = simulate(lab(usage={"b": 10.0}), jobs, policy, days=3 / 24)
     assert times(result, "A") == (0.0, 2 * HOUR)
     assert times(result, "B") == (2 * HOUR, 3 * HOUR)
     m = metrics(result, policy, 1)
     a, b = m["teams"]["a"], m["teams"]["b"]
-    assert (a["owed_gpu_hours"], a["delivered_gpu_hours"], a["delivered_over_owed"]) == (
-        8.0,
-        16.0,
-        1.0,
-    )
+    assert (a["owed_gpu_hours"], a["delivered_gpu_hours"]) == (8.0, 16.0)
+    assert (a["delivered_over_owed"], a["delivered_over_owed_hourly"]) == (1.0, 1.0)
     assert (b["owed_gpu_hours"], b["delivered_gpu_hours"]) == (12.0, 8.0)
+    assert b["delivered_within_owed_gpu_hours"] == 8.0
+    assert b["delivered_within_owed_hourly_gpu_hours"] == 4.0
+    assert b["delivered_over_owed"] == pytest.approx(2 / 3, abs=1e-6)
+    assert b["delivered_over_owed_hourly"] == pytest.approx(1 / 3, abs=1e-6)
+    assert m["delivered_over_owed"] == pytest.approx(0.8, abs=1e-6)
+    assert m["delivered_over_owed_hourly"] == pytest.approx(0.6, abs=1e-6)
+    assert m["worst_team"] == {"budget": "b", "delivered_over_owed": b["delivered_over_owed"]}
+    assert m["worst_team_hourly"] == {
+        "budget": "b",
+        "delivered_over_owed_hourly": b["delivered_over_owed_hourly"],
+    }
+    assert (m["occupancy"], m["allocated_occupancy"], m["unallocated_occupancy"]) == (1, 1, 0)
+
+
+def test_time_delivered_in_one_lookback_period_does_not_pay_for_another():
+    # The run of the test above with a 2-hour lookback: periods [0, 2 h) and [2 h, 3 h).
+    # b is owed 8 in the first period and gets 0; owed 4 in the second and gets 8, of which 4
+    # are credited: 4 of 12 = 1/3 (its extra 4 GPU-hours of hour 2 do not repay hours 0-1).
+    # a: owed 8 and delivered 16 in the first period, 8 credited; owed nothing after: 1.0.
+    base = lab(usage={"b": 10.0})
+    short = replace(base, policy=replace(base.policy, lookback_s=2 * HOUR))
+    jobs = [job("A", "a", 8, 0.0, 2 * HOUR, 2 * HOUR), job("B", "b", 8, 0.0, HOUR, HOUR)]
+    result = simulate(short, jobs, "greedy", days=3 / 24)
+    assert times(result, "B") == (2 * HOUR, 3 * HOUR)
+    m = metrics(result, "greedy", 1)
+    a, b = m["teams"]["a"], m["teams"]["b"]
+    assert a["delivered_over_owed"] == 1.0
     assert b["delivered_within_owed_gpu_hours"] == 4.0
     assert b["delivered_over_owed"] == pytest.approx(1 / 3, abs=1e-6)
-    assert m["delivered_over_owed"] == pytest.approx(0.6, abs=1e-6)
-    assert m["worst_team"] == {"budget": "b", "delivered_over_owed": b["delivered_over_owed"]}
-    assert (m["occupancy"], m["allocated_occupancy"], m["unallocated_occupancy"]) == (1, 1, 0)
+    assert m["delivered_over_owed"] == pytest.approx(12 / 20, abs=1e-6)
 
 
 def test_a_team_owed_nothing_has_no_ratio_and_is_never_the_worst():

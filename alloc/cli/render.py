@@ -95,6 +95,7 @@ def _pct(x: float | None) -> str:
 
 def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     worst = m.get("worst_team") or {}
+    worst_hourly = m.get("worst_team_hourly") or {}
     table = Table(
         title=(f"{escape(str(m.get('label')))}: " if m.get("label") != m["policy"] else "")
         + f"{m['policy']}, {m['days']:g} day{'' if m['days'] == 1 else 's'}",
@@ -111,10 +112,16 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         ),
         ("  while work was queued", _pct(m["occupancy_while_queued"])),
         ("  idle then: waiting work fit / nothing fit", _idle_split(m)),
-        ("impact: delivered / owed, overall", _pct(m["delivered_over_owed"])),
+        ("impact: delivered / owed over the window", _pct(m["delivered_over_owed"])),
         (
             "  worst team",
             f"{escape(str(worst.get('budget', '-')))} {_pct(worst.get('delivered_over_owed'))}",
+        ),
+        ("  hour by hour, overall", _pct(m.get("delivered_over_owed_hourly"))),
+        (
+            "  worst team hour by hour",
+            f"{escape(str(worst_hourly.get('budget', '-')))} "
+            f"{_pct(worst_hourly.get('delivered_over_owed_hourly'))}",
         ),
         (
             "utilization",

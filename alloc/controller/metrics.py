@@ -4,11 +4,14 @@ round, and the health of the controller itself.
 - availability: `alloc_ready_gpus` / `alloc_installed_gpus`;
 - occupancy: `alloc_held_gpus{occupancy="allocated"|"unallocated"}` over ready GPUs;
 - impact, per budget node: `alloc_delivered_gpu_seconds_total`, `alloc_owed_gpu_seconds_total`
-  and `alloc_delivered_within_owed_gpu_seconds_total` (owed = effective allocation x ready
-  GPUs, capped at the node's demand; integrated between rounds at each round's rates) and
-  `alloc_delivered_over_owed` since the controller started (Prometheus can take the ratio of
-  the counters over any range); `alloc_wait_seconds{class}` at each start (debug, small,
-  large, unallocated);
+  (owed = effective allocation x ready GPUs, capped at the node's demand; integrated between
+  rounds at each round's rates) and the delivered time credited against it as SPEC's impact
+  metric does: over the window (`alloc_delivered_within_owed_gpu_seconds_total`: consecutive
+  lookback periods from the controller's first round, each crediting min(delivered, owed) in
+  it) and hour by hour (`..._hourly_gpu_seconds_total`); `alloc_delivered_over_owed` and
+  `alloc_delivered_over_owed_hourly` are those credits over what was owed since the controller
+  started (a credit of the current period only grows, so the counters never go down);
+  `alloc_wait_seconds{class}` at each start (debug, small, large, unallocated);
 - utilization is not known to the controller (the cluster manager reports it, if at all);
 - the controller: `alloc_round_seconds` (histogram), `alloc_rounds_total{status}` (optimal,
   feasible, fallback, failed), `alloc_fallbacks_total`, `alloc_starts_total`,
@@ -24,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from alloc.controller.loop import RoundOutcome
 from alloc.domain import Action, BudgetPath, Plan, Snapshot, path_prefixes
+from alloc.domain.snapshot import HOUR_S
 from alloc.metrics.pyramid import wait_class
 from alloc.policy.contract import allocated_in
 
@@ -47,6 +51,36 @@ def impact_rates(snapshot: Snapshot, plan: Plan) -> dict[BudgetPath, tuple[float
         for p in tree.paths()
         if p
     }
+
+
+class Credit:
+    """Delivered GPU-seconds credited up to what was owed, period by period: consecutive
+    periods of `period_s` from `origin_s`, each crediting min(delivered in it, owed in it)."""
+
+    def __init__(self, origin_s: float, period_s: float) -> None:
+        self.origin_s, self.period_s = origin_s, period_s
+        self.index = 0  # the open period
+        self.closed = 0.0  # credit of the periods before it
+        self.delivered = self.owed = 0.0  # of the open period
+
+    def add(self, t0: float, t1: float, delivered: float, owed: float) -> None:
+        """Rates (GPUs) held from t0 to t1, split at the periods' boundaries."""
+        while t0 < t1:
+            k = max(self.index, int((t0 - self.origin_s) // self.period_s))
+            end = self.origin_s + (k + 1) * self.period_s
+            if end <= t0:  # rounding put t0 on the boundary: it opens the next period
+                k, end = k + 1, end + self.period_s
+            if k != self.index:
+                self.closed += min(self.delivered, self.owed)
+                self.index, self.delivered, self.owed = k, 0.0, 0.0
+            end = min(end, t1)
+            self.delivered += delivered * (end - t0)
+            self.owed += owed * (end - t0)
+            t0 = end
+
+    @property
+    def credited(self) -> float:
+        return self.closed + min(self.delivered, self.owed)
 
 
 class ControllerMetrics:
@@ -86,13 +120,25 @@ class ControllerMetrics:
         )
         self.within = Counter(
             "alloc_delivered_within_owed_gpu_seconds",
-            "Delivered GPU-seconds up to what was owed",
+            "Delivered GPU-seconds up to what was owed in each lookback period",
+            ["budget"],
+            registry=r,
+        )
+        self.within_hourly = Counter(
+            "alloc_delivered_within_owed_hourly_gpu_seconds",
+            "Delivered GPU-seconds up to what was owed in each hour",
             ["budget"],
             registry=r,
         )
         self.ratio = Gauge(
             "alloc_delivered_over_owed",
-            "Delivered within owed / owed since the controller started",
+            "Delivered within owed over the window / owed since the controller started",
+            ["budget"],
+            registry=r,
+        )
+        self.ratio_hourly = Gauge(
+            "alloc_delivered_over_owed_hourly",
+            "Delivered within owed hour by hour / owed since the controller started",
             ["budget"],
             registry=r,
         )
@@ -104,7 +150,10 @@ class ControllerMetrics:
             registry=r,
         )
         self._last: tuple[float, dict[BudgetPath, tuple[float, float]]] | None = None
-        self._sums: defaultdict[BudgetPath, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        self._origin_s: float | None = None  # the first round: the periods count from it
+        self._lookback_s = HOUR_S
+        self._owed: defaultdict[BudgetPath, float] = defaultdict(float)
+        self._credit: dict[BudgetPath, tuple[Credit, Credit]] = {}  # window, hourly
 
     def observe(self, outcome: RoundOutcome) -> None:
         self.round_seconds.observe(outcome.seconds)
@@ -134,23 +183,36 @@ class ControllerMetrics:
         self.ready.set(ready)
         self.held.labels("allocated").set(float(m.get("allocated_occupancy", 0.0)) * ready)
         self.held.labels("unallocated").set(float(m.get("unallocated_occupancy", 0.0)) * ready)
+        if self._origin_s is None:
+            self._origin_s, self._lookback_s = outcome.at_s, snapshot.policy.lookback_s
         self._integrate(outcome.at_s, impact_rates(snapshot, plan))
 
     def _integrate(self, now_s: float, rates: dict[BudgetPath, tuple[float, float]]) -> None:
         """The previous round's rates held until this round."""
         if self._last is not None:
             then, before = self._last
-            dt = max(0.0, now_s - then)
+            now_s = max(now_s, then)
             for p, (delivered, owed) in before.items():
-                got = min(delivered, owed)
-                self.delivered.labels(p).inc(delivered * dt)
-                self.owed.labels(p).inc(owed * dt)
-                self.within.labels(p).inc(got * dt)
-                sums = self._sums[p]
-                sums[0] += got * dt
-                sums[1] += owed * dt
+                credits = self._credit.get(p)
+                if credits is None:
+                    origin = self._origin_s if self._origin_s is not None else then
+                    credits = Credit(origin, self._lookback_s), Credit(origin, HOUR_S)
+                    self._credit[p] = credits
+                was = [c.credited for c in credits]
+                for c in credits:
+                    c.add(then, now_s, delivered, owed)
+                self.delivered.labels(p).inc(delivered * (now_s - then))
+                self.owed.labels(p).inc(owed * (now_s - then))
+                self._owed[p] += owed * (now_s - then)
+                window, hourly = credits
+                self.within.labels(p).inc(window.credited - was[0])
+                self.within_hourly.labels(p).inc(hourly.credited - was[1])
                 # NaN while nothing was owed (as metrics.json's null): not 100% of nothing
-                self.ratio.labels(p).set(sums[0] / sums[1] if sums[1] > 0 else math.nan)
+                owed_s = self._owed[p]
+                self.ratio.labels(p).set(window.credited / owed_s if owed_s > 0 else math.nan)
+                self.ratio_hourly.labels(p).set(
+                    hourly.credited / owed_s if owed_s > 0 else math.nan
+                )
         self._last = (now_s, rates)
 
     def serve(self, port: int, address: str = "127.0.0.1") -> None:

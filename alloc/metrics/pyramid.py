@@ -12,10 +12,16 @@
 - impact, per budget leaf ("team"): owed = effective allocation x ready GPU time, capped hour by
   hour at the team's demand (GPU time of its allocated work, queued or running, but not of
   work larger than every place the lab has: it can never run; `jobs.never_fit` counts it);
-  delivered = its allocated GPU time. delivered/owed = sum over hours of min(delivered, owed)
-  / sum of owed (time delivered beyond what was owed in one hour does not make up for another
-  hour); null for a team owed nothing. Overall: the same sums over all teams (null when
-  nothing was owed); the worst team is the lowest ratio among the teams owed something.
+  delivered = its allocated GPU time. A budget is a share of GPU *time* over the window, so
+  delivered/owed is taken over the window: the run is cut into consecutive lookback periods
+  from its start (the policy's lookback in whole hours; the last period may be shorter), each
+  period credits min(delivered in it, owed in it), and the ratio is the credited sum over the
+  owed sum (a gang above the share one day and below it the next gets what it is owed; time
+  delivered beyond what was owed in one period does not make up for another period). The
+  stricter hour-by-hour figure, which credits min(delivered, owed) every hour, is reported
+  beside it as `delivered_over_owed_hourly`. Both are null for a team owed nothing. Overall:
+  the same sums over all teams (null when nothing was owed); the worst team is the lowest
+  window ratio among the teams owed something (`worst_team_hourly`: the lowest hourly one).
 - waits (first start minus submission) of allocated work by class: debug (at most 8 GPUs and a
   minimum runtime of at most 15 minutes), large (64 GPUs or more), small (the rest); work with
   minimum runtime 0 or no budget is reported apart as `unallocated`. A job that never started
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 from alloc.domain import BudgetPath
@@ -72,19 +79,58 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 else 1.0
 
 
-def owed_and_delivered(result: SimResult, leaf: BudgetPath) -> tuple[float, float, float]:
-    """(owed, min(delivered, owed), delivered) GPU-seconds of one leaf over the run."""
+def _share(num: float, den: float) -> float | None:
+    """A ratio of what was owed, or None when nothing was (not 100% of nothing)."""
+    return round(num / den, 6) if den > 0 else None
+
+
+def _worst(teams: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The team with the lowest `key` among those owed something (a team owed nothing has no
+    ratio), with that ratio."""
+    owed = [(k, t[key]) for k, t in teams.items() if t[key] is not None]
+    if not owed:
+        return None
+    budget, ratio = min(owed, key=lambda kv: kv[1])
+    return {"budget": budget, key: ratio}
+
+
+@dataclass(frozen=True, slots=True)
+class Impact:
+    """GPU-seconds of one leaf over a run: owed, delivered, and the delivered time credited
+    against what was owed over the window's periods (`within`) and hour by hour
+    (`within_hourly`)."""
+
+    owed: float
+    delivered: float
+    within: float
+    within_hourly: float
+
+
+def period_hours(lookback_s: float) -> int:
+    """The window's periods in whole hours (at least one), the unit the recorder keeps."""
+    return max(1, round(lookback_s / HOUR))
+
+
+def impact(result: SimResult, leaf: BudgetPath) -> Impact:
     r = result.recorder
     eff = result.lab.budgets.effective_allocation(leaf)
     demand, delivered = r.demand[leaf], r.delivered[leaf]
-    owed = got = total = 0.0
+    period = period_hours(result.lab.policy.lookback_s)
+    owed = got = total = hourly = 0.0
+    period_owed = period_got = 0.0
     for h, ready_s in enumerate(r.ready.values):
+        if h % period == 0:
+            got += min(period_got, period_owed)
+            period_owed = period_got = 0.0
         o = min(eff * ready_s, demand.at(h))
         d = delivered.at(h)
         owed += o
-        got += min(d, o)
         total += d
-    return owed, got, total
+        hourly += min(d, o)
+        period_owed += o
+        period_got += d
+    got += min(period_got, period_owed)
+    return Impact(owed, total, got, hourly)
 
 
 def demand_over_ready(result: SimResult) -> dict[str, float | None]:
@@ -151,32 +197,29 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
             team_waits[sj.job.budget].append(wait)
 
     teams: dict[str, Any] = {}
-    owed_all = got_all = 0.0
+    owed_all = got_all = hourly_all = 0.0
     preempted_by_team: dict[BudgetPath | None, int] = {}
     for p in r.preemptions:
         preempted_by_team[p.budget] = preempted_by_team.get(p.budget, 0) + 1
     for leaf in sorted(funded):
-        owed, got, delivered = owed_and_delivered(result, leaf)
-        owed_all += owed
-        got_all += got
+        i = impact(result, leaf)
+        owed_all += i.owed
+        got_all += i.within
+        hourly_all += i.within_hourly
         w = _quantiles(team_waits[leaf])
         teams[leaf] = {
-            "owed_gpu_hours": round(owed / HOUR, 3),
-            "delivered_gpu_hours": round(delivered / HOUR, 3),
-            "delivered_within_owed_gpu_hours": round(got / HOUR, 3),
+            "owed_gpu_hours": round(i.owed / HOUR, 3),
+            "delivered_gpu_hours": round(i.delivered / HOUR, 3),
+            "delivered_within_owed_gpu_hours": round(i.within / HOUR, 3),
+            "delivered_within_owed_hourly_gpu_hours": round(i.within_hourly / HOUR, 3),
             # None when the team was owed nothing (no demand): not 100% of it
-            "delivered_over_owed": round(got / owed, 6) if owed > 0 else None,
+            "delivered_over_owed": _share(i.within, i.owed),
+            "delivered_over_owed_hourly": _share(i.within_hourly, i.owed),
             "jobs": w["count"],
             "wait_p50_s": w["p50"],
             "wait_p90_s": w["p90"],
             "preemptions": preempted_by_team.get(leaf, 0),
         }
-    # The worst team among those owed something (a team owed nothing has no ratio).
-    worst = min(
-        ((k, t) for k, t in teams.items() if t["delivered_over_owed"] is not None),
-        key=lambda kv: kv[1]["delivered_over_owed"],
-        default=None,
-    )
     drains = sorted((d.end_s - d.start_s) / HOUR for d in r.drains)
     util_gpus = r.util_gpus.total()
     return {
@@ -196,12 +239,10 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         # None when no work was ever queued that could start: nothing to measure
         "occupancy_while_queued": round(held_q / ready_q, 6) if ready_q > 0 else None,
         "idle_while_queued": idle_while_queued(result),
-        "delivered_over_owed": round(got_all / owed_all, 6) if owed_all > 0 else None,
-        "worst_team": (
-            {"budget": worst[0], "delivered_over_owed": worst[1]["delivered_over_owed"]}
-            if worst
-            else None
-        ),
+        "delivered_over_owed": _share(got_all, owed_all),
+        "delivered_over_owed_hourly": _share(hourly_all, owed_all),
+        "worst_team": _worst(teams, "delivered_over_owed"),
+        "worst_team_hourly": _worst(teams, "delivered_over_owed_hourly"),
         "teams": teams,
         "wait_s": {k: _quantiles(v) | {"never_started": never[k]} for k, v in waits.items()},
         "allocated_demand_over_ready": demand_over_ready(result),

@@ -158,9 +158,7 @@ def standings(
     cluster = snapshot.cluster
     by_name = None if cluster.all_ready else cluster.by_name
     if cache is None:
-        return MappingProxyType(
-            {w.id: _standing(snapshot, w, by_name) for w in snapshot.workloads}
-        )
+        return MappingProxyType({w.id: _standing(snapshot, w, by_name) for w in snapshot.workloads})
     now = snapshot.now
     out: dict[WorkloadId, Standing] = {}
     fresh: StandingCache = {}

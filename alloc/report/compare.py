@@ -18,7 +18,8 @@ from alloc.report.fmt import duration, pct, signed, signed_duration
 TEAM_KEYS: tuple[tuple[str, bool | None], ...] = (
     ("delivered_gpu_hours", True),
     ("owed_gpu_hours", None),  # what its share and demand entitled it to: context, not a score
-    ("delivered_over_owed", True),
+    ("delivered_over_owed", True),  # over the window's periods (metrics/pyramid.py)
+    ("delivered_over_owed_hourly", True),
     ("wait_p50_s", False),
     ("wait_p90_s", False),
     ("preemptions", False),
@@ -31,7 +32,9 @@ OVERALL_KEYS: tuple[tuple[str, bool | None], ...] = (
     ("unallocated_occupancy", None),
     ("occupancy_while_queued", True),
     ("delivered_over_owed", True),
+    ("delivered_over_owed_hourly", True),
     ("worst_team_delivered_over_owed", True),
+    ("worst_team_hourly_delivered_over_owed_hourly", True),
     ("preemptions", False),
     ("preempted_gpu_hours_lost", False),
     ("drains_completed", None),
@@ -48,6 +51,7 @@ TOLERANCE = {
     "delivered_gpu_hours": 0.05,
     "owed_gpu_hours": 0.05,
     "delivered_over_owed": 5e-4,
+    "delivered_over_owed_hourly": 5e-4,
     "wait_p50_s": 0.5,
     "wait_p90_s": 0.5,
     "preemptions": 0.5,
@@ -90,8 +94,9 @@ class Comparison:
         m = self.runs[i].metrics
         out: dict[str, float | None] = {}
         for key, _ in OVERALL_KEYS:
-            if key == "worst_team_delivered_over_owed":
-                value = (m.get("worst_team") or {}).get("delivered_over_owed")
+            if key.startswith("worst_team"):  # worst_team[_hourly]_<its ratio>
+                which, _, ratio = key.partition("_delivered")
+                value = (m.get(which) or {}).get("delivered" + ratio)
             elif key.startswith("wait_"):
                 _, cls, q, _ = key.split("_")
                 w = (m.get("wait_s") or {}).get(cls) or {}

@@ -149,13 +149,15 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
     overall_rows: list[list[Cell]] = []
     for key, better in OVERALL_KEYS:
         name = key.removesuffix("_s").replace("_over_owed", " / owed").replace("_", " ")
+        if key.startswith("worst_team"):  # worst_team[_hourly]_<its ratio>
+            name = name.partition(" delivered")[0] + " delivered / owed"
         cells: list[Cell] = [e(name)]
         for i in range(len(c.runs)):
             value = c.overall(i)[key]
             delta = None if c.is_baseline(i) else c.overall_delta(i)[key]
             cell = _with_delta(key, value, delta, better, 1e-6 if "occ" in key else 0.0)
-            worst = c.runs[i].metrics.get("worst_team") or {}
-            if key == "worst_team_delivered_over_owed" and worst.get("budget"):
+            worst = c.runs[i].metrics.get(key.partition("_delivered")[0]) or {}
+            if key.startswith("worst_team") and worst.get("budget"):
                 # The worst team may differ between runs: name it.
                 named = f"{e(worst['budget'])}: "
                 cell = (cell[0], named + cell[1]) if isinstance(cell, tuple) else named + cell
@@ -165,7 +167,15 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
     for label in c.labels:
         team_head += [
             f"{e(label)}<br>{name}"
-            for name in ("delivered h", "owed h", "d/o", "wait p50", "wait p90", "preempt.")
+            for name in (
+                "delivered h",
+                "owed h",
+                "d/o",
+                "d/o hourly",
+                "wait p50",
+                "wait p90",
+                "preempt.",
+            )
         ]
     team_rows: list[list[Cell]] = []
     for team in c.teams:

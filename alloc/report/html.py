@@ -77,6 +77,7 @@ def _val(m: dict[str, Any], key: str) -> float | None:
 
 def _pyramid(m: dict[str, Any]) -> str:
     worst = m.get("worst_team") or {}
+    worst_hourly = m.get("worst_team_hourly") or {}
     waits = m.get("wait_s") or {}
 
     def wait(cls: str) -> str:
@@ -96,8 +97,17 @@ def _pyramid(m: dict[str, Any]) -> str:
         [
             "impact: delivered / owed",
             pct(_val(m, "delivered_over_owed")),
-            f"worst team {e(worst.get('budget', '-'))} at {pct(_val(worst, 'delivered_over_owed'))}"
+            f"over the window's periods; worst team {e(worst.get('budget', '-'))} at "
+            f"{pct(_val(worst, 'delivered_over_owed'))}"
             if worst
+            else "no funded teams",
+        ],
+        [
+            "impact: hour by hour",
+            pct(_val(m, "delivered_over_owed_hourly")),
+            f"credit capped every hour; worst team {e(worst_hourly.get('budget', '-'))} at "
+            f"{pct(_val(worst_hourly, 'delivered_over_owed_hourly'))}"
+            if worst_hourly
             else "no funded teams",
         ],
         [
