@@ -27,6 +27,7 @@ SPEC_KEYS = {
     "allocated_occupancy",
     "unallocated_occupancy",
     "delivered_over_owed",
+    "delivered_over_owed_hourly",
     "worst_team",
     "teams",
     "wait_s",
@@ -41,6 +42,7 @@ TEAM_KEYS = {
     "owed_gpu_hours",
     "delivered_gpu_hours",
     "delivered_over_owed",
+    "delivered_over_owed_hourly",
     "wait_p50_s",
     "wait_p90_s",
     "preemptions",
@@ -168,8 +170,12 @@ def test_simulate_synthetic_writes_every_output_with_specs_keys(tmp_path):
     assert m["occupancy"] == pytest.approx(
         m["allocated_occupancy"] + m["unallocated_occupancy"], abs=1e-5
     )
-    assert 0.0 <= m["delivered_over_owed"] <= 1.0
+    assert 0.0 <= m["delivered_over_owed_hourly"] <= m["delivered_over_owed"] <= 1.0
     assert set(m["worst_team"]) == {"budget", "delivered_over_owed"}
+    assert set(m["worst_team_hourly"]) == {"budget", "delivered_over_owed_hourly"}
+    for team in m["teams"].values():  # the window credits at least what the hours do
+        if team["owed_gpu_hours"] > 0:
+            assert team["delivered_over_owed_hourly"] <= team["delivered_over_owed"] <= 1.0
     assert m["worst_team"]["budget"] in m["teams"]
     # The built-in lab: 15 teams (budget leaves).
     assert len(m["teams"]) == 15
