@@ -365,7 +365,7 @@ def random_trace(seed: int, n: int = 24) -> list[TraceJob]:
     ]
 
 
-@pytest.mark.parametrize("policy", [*CONTRACT, "legacy-priority", "fifo"])
+@pytest.mark.parametrize("policy", [*CONTRACT, "legacy-priority", "fifo", "fairshare-sort"])
 def test_two_runs_of_the_same_inputs_give_the_same_metrics(policy):
     def once() -> dict[str, Any]:
         result = simulate(

@@ -72,7 +72,7 @@ def labs(draw: st.DrawFn) -> tuple:
     return snapshot_of(instance(hosts=hosts, budgets=budgets)), jobs, tuple(events)
 
 
-@pytest.mark.parametrize("policy", ["greedy", "milp"])
+@pytest.mark.parametrize("policy", ["greedy", "milp", "fairshare-sort"])
 @SIMULATIONS
 @given(case=labs())
 def test_every_pass_and_round_of_a_simulation_keeps_every_invariant(policy, case):

@@ -9,6 +9,7 @@ from alloc.domain import Plan, Snapshot
 from alloc.round import RoundOptions, run_round
 from alloc.rounds import Rounds
 from alloc.sim.baselines import LegacyConfig, fifo, legacy_priority
+from alloc.sim.fairshare_sort import fairshare_sort
 
 Planner = Callable[[Snapshot], Plan]
 
@@ -46,6 +47,11 @@ REGISTRY: dict[str, tuple[Callable[[PolicyOptions], Planner], str]] = {
     "legacy-priority": (
         lambda o: lambda s: legacy_priority(s, o.legacy),
         "static priority levels, opt-out of preemption capped per team",
+    ),
+    "fairshare-sort": (
+        lambda o: fairshare_sort,
+        "the published design: hierarchical fair-share sort, first fit, rebalancing past the "
+        "minimum runtime, no reservations",
     ),
     "fifo": (lambda o: fifo, "first come, first served, with backfill, no preemption"),
 }

@@ -134,7 +134,8 @@ def simulate(
         host_events=tuple(read_host_events(spec.host_events, hosts)) if spec.host_events else (),
         repair_h=spec.repair_h,
         keeps_contract=spec.policy in KEEPS_CONTRACT,
-        skip_quiet_rounds=spec.policy in KEEPS_CONTRACT or spec.policy == "fifo",
+        skip_quiet_rounds=spec.policy in KEEPS_CONTRACT
+        or spec.policy in ("fifo", "fairshare-sort"),
         rounds=spec.rounds,
         validate_passes=spec.validate_passes,
     )

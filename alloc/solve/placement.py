@@ -31,6 +31,33 @@ def place(shape: Shape, free: np.ndarray, hosts: HostArrays) -> Placement | None
     return None if chosen is None else {int(h): int(hosts.cap[h]) for h in chosen}
 
 
+def first_fit(shape: Shape, free: np.ndarray, hosts: HostArrays) -> Placement | None:
+    """The first place that fits, in host order (the published baseline's placement, not the
+    allocator's): a single-host workload on the first host with room; a gang on the first whole
+    free hosts of one GPU type and size (inside the first block that has enough of them, for
+    topology block)."""
+    if shape.single:
+        idx = np.flatnonzero(shape.allowed & (free >= shape.gpus))
+        return {int(idx[0]): shape.gpus} if len(idx) else None
+    eligible = shape.allowed & (free == hosts.cap)
+    for kind, (_, capacity) in enumerate(hosts.kinds):
+        need = shape.hosts_needed(capacity)
+        idx = np.flatnonzero(eligible & (hosts.kind_of == kind))
+        if shape.block and len(idx) >= need:
+            blocks = hosts.block_of[idx]
+            firsts = {int(b): i for i, b in reversed(list(enumerate(blocks.tolist())))}
+            for b in sorted(firsts, key=firsts.__getitem__):
+                mine = idx[blocks == b]
+                if len(mine) >= need:
+                    idx = mine
+                    break
+            else:
+                continue
+        if len(idx) >= need:
+            return {int(h): int(hosts.cap[h]) for h in idx[:need]}
+    return None
+
+
 def _whole_hosts(
     shape: Shape, eligible: np.ndarray, hosts: HostArrays, cost: np.ndarray | None
 ) -> np.ndarray | None:
