@@ -17,10 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.impact import MARKERS as IMPACT_MARKERS
 from benchmarks.machine import machine
 from benchmarks.report import render
-from benchmarks.simulation import kept_section, with_section
+from benchmarks.simulation import BEGIN, END, kept_section, with_section
 from benchmarks.summary import fragmentation_summary, scale_summary, stopgap_summary, targets
+
+SIMULATION_MARKERS = (BEGIN, END)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -141,10 +144,14 @@ def _summarise(data: dict[str, Any]) -> None:
 
 
 def _write_md(md_path: Path, text: str) -> None:
-    """Write `text`, keeping the simulation section that benchmarks.simulation put there."""
+    """Write `text`, keeping the sections benchmarks.simulation and benchmarks.impact put
+    there."""
     old = md_path.read_text(encoding="utf-8") if md_path.exists() else ""
-    kept = kept_section(old)
-    md_path.write_text(with_section(text, kept) if kept else text, encoding="utf-8")
+    for markers in (SIMULATION_MARKERS, IMPACT_MARKERS):
+        kept = kept_section(old, markers)
+        if kept:
+            text = with_section(text, kept, markers)
+    md_path.write_text(text, encoding="utf-8")
 
 
 def _rerender(json_path: Path) -> int:

@@ -327,17 +327,21 @@ def _below(value: float, other: float | None, factor: float = 1.0) -> bool | Non
     return value <= factor * other if factor < 1.0 else value < other
 
 
-def with_section(text: str, section: str) -> str:
-    """`text` with its simulation section replaced by `section` (appended when absent)."""
-    if BEGIN in text and END in text:
-        return text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
+def with_section(text: str, section: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
+    """`text` with its section between `markers` (the simulation's by default) replaced by
+    `section` (appended when absent)."""
+    begin, end = markers
+    if begin in text and end in text:
+        return text[: text.index(begin)] + section + text[text.index(end) + len(end) + 1:]
     return text.rstrip("\n") + "\n\n" + section
 
 
-def kept_section(text: str) -> str:
-    """The simulation section of an existing RESULTS.md, or "" (benchmarks.run keeps it)."""
-    if BEGIN in text and END in text:
-        return text[text.index(BEGIN): text.index(END) + len(END)] + "\n"
+def kept_section(text: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
+    """The section between `markers` of an existing RESULTS.md, or "" (benchmarks.run keeps
+    the sections other benchmarks write)."""
+    begin, end = markers
+    if begin in text and end in text:
+        return text[text.index(begin): text.index(end) + len(end)] + "\n"
     return ""
 
 
