@@ -1,0 +1,105 @@
+"""Entitlements kept along the whole path (issue 15, decision 5; models/round.md 2.4): a start
+or keep is `under_allocation` only within entitlement at every level, and rebalancing never
+takes GPUs from a node below its entitlement for a sibling above its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import SOLVERS, actions, ago, host, instance, snapshot_of, workload
+from hypothesis import given
+from test_properties import PROPERTY, instances
+
+from alloc.domain import Reason
+from alloc.policy.entitlement import whole_gpus
+from alloc.round import RoundOptions, solve_round
+from alloc.solve.across import entitlement_problems, held_after
+from alloc.solve.validate import validate
+
+TREE = {
+    "name": "root",
+    "children": [
+        {
+            "name": "p",
+            "share": "50%",
+            "children": [{"name": "a", "share": "50%"}, {"name": "b", "share": "50%"}],
+        },
+        {"name": "q", "share": "50%", "children": [{"name": "c", "share": "100%"}]},
+    ],
+}
+HOSTS = [host(f"h{i}") for i in range(1, 5)]  # 32 GPUs
+# a has used more than its share over the window (ratio above 1: no time slicing for it); q is
+# further behind than p, so its work goes first.
+USAGE = {"p/a": 2000.0, "p/b": 0.0, "q/c": 1000.0}
+
+
+def checked(data: dict[str, Any], solver: str):
+    snapshot = snapshot_of(data)
+    result = solve_round(snapshot, RoundOptions(solver=solver))
+    plan = result.plan
+    assert validate(snapshot, plan) == []
+    assert entitlement_problems(snapshot, plan, result.context.share.entitlement_gpus) == []
+    return snapshot, result
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_rebalancing_does_not_take_from_a_program_below_its_entitlement_for_one_above(solver):
+    # Entitlements (32 GPUs, demand 48): p 16 (a 8, b 8), q 16 (c 16). a runs a 16-GPU gang A1
+    # past its protection: beyond its leaf's 8, so the contract lets it be rebalanced. q runs
+    # C1 (protected) and queues C2 and C3; p's b queues B1. With only h4 free, taking A1's two
+    # hosts would give one to C2 and the other to C3 (over its entitlement, on GPUs nobody
+    # entitled needs once A1 is gone): p would end with 8 of its 16, q with 24 of its 16. A1 is
+    # kept instead (over its leaf's entitlement), C2 takes h4, B1 and C3 wait.
+    jobs = [
+        workload("A1", 16, "p/a", hosts={"h1": 8, "h2": 8}, started=ago(hours=10)),
+        workload("C1", 8, "q/c", hosts={"h3": 8}, started=ago(hours=1)),
+        workload("C2", 8, "q/c", submitted=ago(hours=3)),
+        workload("C3", 8, "q/c", submitted=ago(hours=2)),
+        workload("B1", 8, "p/b"),
+    ]
+    snapshot, result = checked(
+        instance(hosts=HOSTS, budgets=TREE, usage=USAGE, workloads=jobs), solver
+    )
+    plan = result.plan
+    assert actions(plan) == {"A1": "keep", "C1": "keep", "C2": "start", "C3": "wait", "B1": "wait"}
+    assert plan.decision("A1").reason is Reason.OVER_ALLOCATION
+    after = held_after(snapshot, plan)
+    assert (after["p"], after["q"]) == (16, 16)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_rebalancing_inside_a_node_below_its_entitlement_still_happens(solver):
+    # The same p, but q holds its 16 with protected work and queues nothing: b's B1 (entitled,
+    # 8 of b's 8) takes A1's place, a sibling in the same program that does not end above its
+    # own entitlement. A1 is rebalanced.
+    jobs = [
+        workload("A1", 16, "p/a", hosts={"h1": 8, "h2": 8}, started=ago(hours=10)),
+        workload("C1", 8, "q/c", hosts={"h3": 8}, started=ago(hours=1)),
+        workload("C4", 8, "q/c", hosts={"h4": 8}, started=ago(hours=1)),
+        workload("B1", 8, "p/b"),
+    ]
+    _, result = checked(instance(hosts=HOSTS, budgets=TREE, usage=USAGE, workloads=jobs), solver)
+    plan = result.plan
+    assert actions(plan)["A1"] == "preempt" and actions(plan)["B1"] == "start"
+    assert plan.decision("A1").reason is Reason.REBALANCED
+
+
+def test_entitlements_are_whole_gpus_within_the_parents():
+    # 0.6 / 0.4 of one GPU: the whole GPU goes to the larger fraction; 12.5 + 12.5 of 25 give
+    # 13 + 12 (the lower ratio first at a tie), never beyond a child's demand.
+    assert whole_gpus(1.0, [0.6, 0.4], [5.0, 5.0], [0.0, 0.0]) == [1.0, 0.0]
+    assert whole_gpus(25.0, [12.5, 12.5], [20.0, 20.0], [0.9, 0.3]) == [12.0, 13.0]
+    assert whole_gpus(25.0, [12.5, 12.5], [12.0, 20.0], [0.3, 0.9]) == [12.0, 13.0]
+
+
+@PROPERTY
+@given(data=instances())
+def test_every_full_round_keeps_entitlements_along_the_whole_path(data):
+    # Random trees of 1-3 levels, clusters and workloads (test_properties.instances): both
+    # solvers' plans keep both rules of models/round.md 2.4 with the round's entitlements.
+    snapshot = snapshot_of(data)
+    for solver in SOLVERS:
+        result = solve_round(snapshot, RoundOptions(solver=solver))
+        entitlement = result.context.share.entitlement_gpus
+        assert entitlement_problems(snapshot, result.plan, entitlement) == []
