@@ -4,6 +4,7 @@ takes GPUs from a node below its entitlement for a sibling above its own."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given
 from test_properties import PROPERTY, instances
 
 from alloc.domain import Reason
+from alloc.io import load_instance
 from alloc.policy.entitlement import whole_gpus
 from alloc.round import RoundOptions, solve_round
 from alloc.solve.across import entitlement_problems, held_after
@@ -103,3 +105,26 @@ def test_every_full_round_keeps_entitlements_along_the_whole_path(data):
         result = solve_round(snapshot, RoundOptions(solver=solver))
         entitlement = result.context.share.entitlement_gpus
         assert entitlement_problems(snapshot, result.plan, entitlement) == []
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_the_bundled_lab_round_keeps_entitlements_along_the_whole_path(solver):
+    # instances/lab-1024.yaml (issue 15): robotics/team1 held 74 GPUs as entitled work against
+    # its 64, and nlp's 64-GPU w00051 (beyond its researcher's entitlement only) was
+    # rebalanced while nlp ended far below its entitlement and robotics above its own.
+    snapshot = load_instance(Path(__file__).parent.parent / "instances" / "lab-1024.yaml")
+    result = solve_round(snapshot, RoundOptions(solver=solver))
+    plan, entitlement = result.plan, result.context.share.entitlement_gpus
+    assert validate(snapshot, plan) == []
+    assert entitlement_problems(snapshot, plan, entitlement) == []
+    assert (plan.decision("w00051").action.value, plan.decision("w00051").reason) == (
+        "keep",
+        Reason.OVER_ALLOCATION,
+    )
+    entitled = sum(
+        snapshot.by_id[d.workload].gpus
+        for d in plan.decisions
+        if d.reason is Reason.UNDER_ALLOCATION
+        and (snapshot.by_id[d.workload].budget or "").startswith("robotics/team1/")
+    )
+    assert entitled <= entitlement["robotics/team1"]
