@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SOLVERS, actions, ago, host, instance, snapshot_of, workload
+from conftest import SOLVERS, TWO_PROGRAMS, actions, ago, host, instance, snapshot_of, workload
 from hypothesis import given
 from test_properties import PROPERTY, instances
 
@@ -19,17 +19,6 @@ from alloc.round import RoundOptions, solve_round
 from alloc.solve.across import entitlement_problems, held_after
 from alloc.solve.validate import validate
 
-TREE = {
-    "name": "root",
-    "children": [
-        {
-            "name": "p",
-            "share": "50%",
-            "children": [{"name": "a", "share": "50%"}, {"name": "b", "share": "50%"}],
-        },
-        {"name": "q", "share": "50%", "children": [{"name": "c", "share": "100%"}]},
-    ],
-}
 HOSTS = [host(f"h{i}") for i in range(1, 5)]  # 32 GPUs
 # a has used more than its share over the window (ratio above 1: no time slicing for it); q is
 # further behind than p, so its work goes first.
@@ -61,7 +50,7 @@ def test_rebalancing_does_not_take_from_a_program_below_its_entitlement_for_one_
         workload("B1", 8, "p/b"),
     ]
     snapshot, result = checked(
-        instance(hosts=HOSTS, budgets=TREE, usage=USAGE, workloads=jobs), solver
+        instance(hosts=HOSTS, budgets=TWO_PROGRAMS, usage=USAGE, workloads=jobs), solver
     )
     plan = result.plan
     assert actions(plan) == {"A1": "keep", "C1": "keep", "C2": "start", "C3": "wait", "B1": "wait"}
@@ -81,7 +70,9 @@ def test_rebalancing_inside_a_node_below_its_entitlement_still_happens(solver):
         workload("C4", 8, "q/c", hosts={"h4": 8}, started=ago(hours=1)),
         workload("B1", 8, "p/b"),
     ]
-    _, result = checked(instance(hosts=HOSTS, budgets=TREE, usage=USAGE, workloads=jobs), solver)
+    _, result = checked(
+        instance(hosts=HOSTS, budgets=TWO_PROGRAMS, usage=USAGE, workloads=jobs), solver
+    )
     plan = result.plan
     assert actions(plan)["A1"] == "preempt" and actions(plan)["B1"] == "start"
     assert plan.decision("A1").reason is Reason.REBALANCED
