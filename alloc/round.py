@@ -7,8 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from alloc.domain import Plan, Reservation, Snapshot, SolverReport, WorkloadId
-from alloc.solve.across import rebalanced_across
+from alloc.domain import Plan, Reservation, Snapshot, SolverReport
 from alloc.solve.context import RoundContext, round_context
 from alloc.solve.decisions import decisions, drained_hosts, occupancy_metrics
 from alloc.solve.greedy import greedy
@@ -61,24 +60,13 @@ def solve_round(
     )
     started = time.perf_counter()
     ctx = round_context(snapshot, memo)
-    pinned: frozenset[WorkloadId] = frozenset()
-    while True:
-        plan, final, warm, greedy_plan = _solve(ctx, solver, options, limit, started)
-        # Rebalancing that takes GPUs from a node below its entitlement for a sibling above
-        # its own (models/round.md 2.4): keep those victims and solve again (each pass keeps
-        # more of them, so this ends).
-        across = rebalanced_across(snapshot, plan, ctx.share.entitlement_gpus)
-        if not across:
-            break
-        pinned |= {x.victim for x in across}
-        ctx = round_context(snapshot, memo, pinned)
-    entitlement = ctx.share.entitlement_gpus
-    checks = (snapshot, ctx.standings, ctx.hosts, ctx.reservations, ctx.memo, entitlement)
-    problems = validate(snapshot, plan, *checks[1:])
+    plan, final, warm, greedy_plan = _solve(ctx, solver, options, limit, started)
+    checks = (ctx.standings, ctx.hosts, ctx.reservations, ctx.memo, ctx.share.entitlement_gpus)
+    problems = validate(snapshot, plan, *checks)
     if problems and plan.report.solver == "milp":
         note = f"MILP plan failed validation ({problems[0]}); greedy answered"
         plan, final = greedy_plan(note), warm
-        problems = validate(snapshot, plan, *checks[1:])
+        problems = validate(snapshot, plan, *checks)
     if problems:
         raise InvalidPlanError(problems)
     return RoundResult(plan, ctx, final)
