@@ -9,7 +9,8 @@ changes): delivered/owed over the window and hour by hour, overall and for the w
 occupancy while work is queued, p90 waits by class, large jobs never started, GPU-hours
 destroyed by preemption over GPU-hours delivered, invariant violations. The figures and
 issue 15's targets are written between markers into benchmarks/RESULTS.md (raw runs into
-results-impact.json; `--only` keeps the other runs' figures).
+results-impact.json; `--only` keeps the other runs' figures; `--render` rewrites the section from
+results-impact.json and benchmarks/impact-notes.md without running anything).
 """
 
 from __future__ import annotations
@@ -241,13 +242,16 @@ def render(results: dict[str, dict[str, Any]], machine_line: str, when: str) -> 
             f"{_fmt(preempted_share(r), 'pct')} | {r.get('invariant_violations')} | "
             f"{_fmt(r.get('wall_seconds'), 'n')} |"
         )
+    notes = HERE / "impact-notes.md"  # the written reading of these figures, kept by hand
+    if notes.exists():
+        lines += ["", notes.read_text(encoding="utf-8").rstrip()]
     lines += [MARKERS[1]]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     from benchmarks.machine import machine
-    from benchmarks.simulation import _run, with_section
+    from benchmarks.simulation import _run
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--days", type=float, default=30.0)
@@ -255,7 +259,13 @@ def main() -> None:
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--only", help="comma-separated run labels, e.g. synthetic-s2/greedy")
     parser.add_argument("--workers", type=int, default=2, help="runs at a time")
+    parser.add_argument("--render", action="store_true", help="rewrite the section only")
     args = parser.parse_args()
+    raw = HERE / "results-impact.json"
+    if args.render:
+        kept = json.loads(raw.read_text(encoding="utf-8"))
+        _write({k: r for k, r in kept.items() if "error" not in r}, machine(HERE.parent))
+        return
     seeds = tuple(int(s) for s in args.seeds.split(","))
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     todo = specs(args.days, seeds, policies)
@@ -264,7 +274,6 @@ def main() -> None:
         todo = [s for s in todo if s["label"] in wanted]
     info = machine(HERE.parent)
     commit = info["git_commit"] + (" (uncommitted changes)" if info["alloc_dirty"] else "")
-    raw = HERE / "results-impact.json"
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         for future in as_completed([pool.submit(_run, s) for s in todo]):
             result = future.result() | {"commit": commit, "date": info["date"]}
@@ -281,15 +290,20 @@ def main() -> None:
             kept = json.loads(raw.read_text(encoding="utf-8")) if raw.exists() else {}
             kept[result["label"]] = result
             raw.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-            good = {k: r for k, r in kept.items() if "error" not in r}
-            machine_line = f"{info['cpu_model']}, {info['cores']} cores"
-            section = render(good, machine_line, info["date"])
-            md = HERE / "RESULTS.md"
-            old = md.read_text(encoding="utf-8") if md.exists() else ""
-            md.write_text(with_section(old, section, MARKERS), encoding="utf-8")
+            _write({k: r for k, r in kept.items() if "error" not in r}, info)
     print(
         (HERE / "RESULTS.md").read_text(encoding="utf-8").split(MARKERS[0])[1].split(MARKERS[1])[0]
     )
+
+
+def _write(results: dict[str, dict[str, Any]], info: dict[str, Any]) -> None:
+    from benchmarks.simulation import with_section
+
+    machine_line = f"{info['cpu_model']}, {info['cores']} cores"
+    section = render(results, machine_line, info["date"])
+    md = HERE / "RESULTS.md"
+    old = md.read_text(encoding="utf-8") if md.exists() else ""
+    md.write_text(with_section(old, section, MARKERS), encoding="utf-8")
 
 
 if __name__ == "__main__":

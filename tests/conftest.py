@@ -17,6 +17,20 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SOLVERS = ("milp", "greedy")
 
 
+# Two programs of 50%: p with teams a and b (50% each), q with its one team c.
+TWO_PROGRAMS: dict[str, Any] = {
+    "name": "root",
+    "children": [
+        {
+            "name": "p",
+            "share": "50%",
+            "children": [{"name": "a", "share": "50%"}, {"name": "b", "share": "50%"}],
+        },
+        {"name": "q", "share": "50%", "children": [{"name": "c", "share": "100%"}]},
+    ],
+}
+
+
 def ago(**delta: float) -> str:
     """An ISO time that long before NOW, e.g. ago(hours=3)."""
     return (NOW - timedelta(**delta)).isoformat().replace("+00:00", "Z")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import actions, ago, instance, snapshot_of, started, workload
+from conftest import TWO_PROGRAMS, actions, ago, instance, snapshot_of, started, workload
 
 from alloc.domain import Plan, Reason
 from alloc.round import RoundOptions, run_round
@@ -30,20 +30,9 @@ def test_the_node_with_the_lower_ratio_goes_first_level_by_level():
     # Program p (50%) holds a and b; program q (50%) holds c. b has used the least of all, but
     # p as a whole has used more than q: q's c goes first (siblings are compared first), then
     # inside p, b before a. One 8-GPU host each for two of the three jobs.
-    tree = {
-        "name": "root",
-        "children": [
-            {
-                "name": "p",
-                "share": "50%",
-                "children": [{"name": "a", "share": "50%"}, {"name": "b", "share": "50%"}],
-            },
-            {"name": "q", "share": "50%", "children": [{"name": "c", "share": "100%"}]},
-        ],
-    }
     jobs = [workload("A", 8, "p/a"), workload("B", 8, "p/b"), workload("C", 8, "q/c")]
     plan = plan_of(
-        instance(budgets=tree, workloads=jobs, usage={"p/a": 300, "p/b": 10, "q/c": 200})
+        instance(budgets=TWO_PROGRAMS, workloads=jobs, usage={"p/a": 300, "p/b": 10, "q/c": 200})
     )
     assert started(plan) == {"C", "B"}
 

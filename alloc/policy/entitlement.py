@@ -11,6 +11,7 @@ capacity, capped at its demand), and the window decides who uses what others lea
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from alloc.domain import ROOT_PATH, BudgetPath, BudgetTree
@@ -70,7 +71,8 @@ def entitlements(
     protected: Mapping[BudgetPath, float],
     ratios: Mapping[BudgetPath, float],
 ) -> dict[BudgetPath, float]:
-    """Entitled GPUs per node; `demand` and `protected` are per node (subtree totals)."""
+    """Entitled GPUs per node, whole GPUs that sum at every node to at most the node's own;
+    `demand` and `protected` are per node (subtree totals)."""
     out: dict[BudgetPath, float] = {ROOT_PATH: min(capacity, demand.get(ROOT_PATH, 0.0))}
     stack = [ROOT_PATH]
     while stack:
@@ -78,14 +80,37 @@ def entitlements(
         children = tree.children(parent)
         if not children:
             continue
+        hi = [demand.get(c, 0.0) for c in children]
+        order = [ratios.get(c, 0.0) for c in children]
         alloc = split(
             out[parent],
             [tree.node(c).share for c in children],
             [protected.get(c, 0.0) for c in children],
-            [demand.get(c, 0.0) for c in children],
-            [ratios.get(c, 0.0) for c in children],
+            hi,
+            order,
         )
+        alloc = whole_gpus(out[parent], alloc, hi, order)
         for child, gpus in zip(children, alloc, strict=True):
             out[child] = gpus
             stack.append(child)
     return out
+
+
+def whole_gpus(
+    total: float, alloc: list[float], hi: list[float], ratios: list[float]
+) -> list[float]:
+    """`split`'s fractions as whole GPUs (a workload holds whole GPUs, so a node entitled to
+    0.6 of one is entitled to none of it): each child gets the whole part of its fraction,
+    and the GPUs left of the parent's whole total go one by one to the children with the
+    largest fractional parts, lowest fair-share ratio first at a tie, never beyond a child's
+    demand. The children's sum stays within the parent's whole GPUs (2.3)."""
+    base = [math.floor(a + 1e-9) for a in alloc]
+    left = math.floor(total + 1e-9) - sum(base)
+    by_fraction = sorted(range(len(alloc)), key=lambda i: (-(alloc[i] - base[i]), ratios[i], i))
+    for i in by_fraction:
+        if left <= 0:
+            break
+        if alloc[i] - base[i] > 1e-9 and base[i] + 1 <= hi[i] + 1e-9:
+            base[i] += 1
+            left -= 1
+    return [float(b) for b in base]

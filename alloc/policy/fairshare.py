@@ -195,6 +195,10 @@ def fair_share(
     order: list[WorkloadId] = []
     grant_ratios: dict[WorkloadId, tuple[float, ...]] = {}
     entitled: set[WorkloadId] = set()
+    # GPUs counted against every node (subtree totals): protected work, then each grant. A
+    # grant keeps every node on its path within its entitlement (2.3): a leaf within its own
+    # entitlement cannot take what its parent's other children are entitled to.
+    counted: dict[BudgetPath, float] = defaultdict(float, protected_gpus)
     for w, at_grant in projected.order():
         order.append(w.id)
         grant_ratios[w.id] = at_grant
@@ -202,15 +206,21 @@ def fair_share(
         leaf = w.budget
         if committed + w.gpus > ready_gpus:
             continue  # entitled work never exceeds the ready capacity
-        within = held[leaf] + w.gpus <= entitled_gpus.get(leaf, 0.0) + 1e-9
+        path = path_prefixes(leaf)
+        within = counted[leaf] + w.gpus <= entitled_gpus.get(leaf, 0.0) + 1e-9
         # A workload larger than all its node is owed would never be entitled: it is when its
         # node holds nothing else and is behind over the window (time slicing of gangs larger
-        # than a team's share).
+        # than a team's share), within what the nodes above it are entitled to.
         behind = held[leaf] == 0 and ratios[leaf] < 1.0
-        if within or behind:
+        above = all(counted[p] + w.gpus <= entitled_gpus.get(p, 0.0) + 1e-9 for p in path[:-1])
+        if (within or behind) and above:
             entitled.add(w.id)
             committed += w.gpus
             held[leaf] += w.gpus
+            for p in path:
+                counted[p] += w.gpus
+            if not within:  # time slicing: the leaf is entitled to it this round
+                entitled_gpus[leaf] = counted[leaf]
     entitlement = {p: int(round(g)) for p, g in entitled_gpus.items()}
 
     by_budget: dict[BudgetPath | None, tuple[float, ...]] = {}  # a leaf's ratios, once

@@ -390,24 +390,56 @@ class PassState:
         it fits in what is left of the node's entitlement of the last full round after the
         allocated GPUs the node runs now and the entitled work ahead of it, or if the node holds
         nothing and is behind over the window (models/round.md 2.3 and 9.2). The node's work
-        takes the keys its members hold, in its own order, as the round's merge would."""
-        for node in self.dirty:
+        takes the keys its members hold, in its own order, as the round's merge would. Every
+        node above it stays within its entitlement too, counting the allocated GPUs each of
+        its leaves runs now and their entitled queued work (a leaf that is not refreshed keeps
+        its tiers until the next full round, even where room appeared above it)."""
+        if not self.dirty:
+            return
+        counted: defaultdict[BudgetPath, int] = defaultdict(int)  # per node, subtree totals
+        for leaf, gpus in self.running_alloc.items():
+            for p in path_prefixes(leaf):
+                counted[p] += gpus
+        for (node, occupancy), wids in self.groups.items():
+            if node is None or node in self.dirty or occupancy is not Occupancy.ALLOCATED:
+                continue
+            gpus = sum(
+                self.queued[w].workload.gpus for w in wids if self.tier.get(w) is Tier.ENTITLED
+            )
+            for p in path_prefixes(node) if gpus else ():
+                counted[p] += gpus
+        # Nodes behind over the window first, as the full round's order would (and in one
+        # order whatever the set's: passes are deterministic).
+        dirty = sorted(
+            (n for n in self.dirty if n is not None),
+            key=lambda n: (self.ratios.get(n, math.inf), n),
+        )
+        for node in dirty:
             members = [self.queued[wid] for wid in self.groups.get((node, Occupancy.ALLOCATED), ())]
             if not members:
                 continue
             members.sort(key=lambda q: leaf_order_key(q.workload))
             slots = sorted(self.key[q.workload.id] for q in members)
-            held = self.running_alloc.get(node, 0) if node is not None else 0
-            cap = self.entitlement.get(node, 0) if node is not None else 0
-            behind = node is not None and self.ratios.get(node, math.inf) < 1.0
+            path = path_prefixes(node)
+            held = self.running_alloc.get(node, 0)
+            cap = self.entitlement.get(node, 0)
+            behind = self.ratios.get(node, math.inf) < 1.0
             for q, slot in zip(members, slots, strict=True):
                 wid = q.workload.id
                 self.key[wid] = slot
                 g = q.workload.gpus
                 ranked = wid not in self.unranked
-                if q.placeable and ranked and (held + g <= cap + 1e-9 or (held == 0 and behind)):
+                above = all(counted[p] + g <= self.entitlement.get(p, 0) + 1e-9 for p in path[:-1])
+                if (
+                    q.placeable
+                    and ranked
+                    and above
+                    and (held + g <= cap + 1e-9 or (held == 0 and behind))
+                ):
                     self.tier[wid] = Tier.ENTITLED
                     held += g
+                    for p in path:
+                        counted[p] += g
                 else:
                     self.tier[wid] = Tier.OVER
         self.dirty.clear()

@@ -14,6 +14,7 @@ import numpy as np
 
 from alloc.domain import (
     Action,
+    BudgetPath,
     Decision,
     Occupancy,
     Plan,
@@ -24,6 +25,7 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.policy.contract import Standing, runtime_delta, standings
+from alloc.solve.across import entitlement_problems
 from alloc.solve.memo import RoundMemo
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shapes_of
@@ -37,12 +39,15 @@ def validate(
     hosts: HostArrays | None = None,
     due: tuple[Held, ...] | None = None,
     memo: RoundMemo | None = None,
+    entitlement: Mapping[BudgetPath, int] | None = None,
 ) -> list[str]:
     """The contract's standings, the host arrays and the reservations the rule makes
     (`reserve.reservations`) are pure functions of the snapshot; a caller that has them may
     pass them (the round does) instead of having them recomputed. `memo`: decisions the last
     round found sound, each for its workload value and standing: the same decision object for
-    the same two passes the checks of one decision again (those across decisions all run)."""
+    the same two passes the checks of one decision again (those across decisions all run).
+    `entitlement`: the round's entitled GPUs per budget node, when the plan is a full round's;
+    its rules along the whole path are checked then (`across.entitlement_problems`)."""
     problems: list[str] = []
     hosts = hosts or host_arrays(snapshot)
     st = standing or standings(snapshot)
@@ -138,6 +143,8 @@ def validate(
     problems += _unallocated_yields(snapshot, hosts, rest, used, st, reserved)
     problems += _priority_order(snapshot, hosts, rest, used, reserved)
     problems += _drains(snapshot, hosts, plan, used)
+    if entitlement is not None and not unsound:
+        problems += entitlement_problems(snapshot, plan, entitlement)
     return problems
 
 
