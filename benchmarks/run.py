@@ -24,6 +24,7 @@ from benchmarks.simulation import BEGIN, END, kept_section, with_section
 from benchmarks.summary import fragmentation_summary, scale_summary, stopgap_summary, targets
 
 SIMULATION_MARKERS = (BEGIN, END)
+SLURM_MARKERS = ("<!-- slurm:begin -->", "<!-- slurm:end -->")  # benchmarks.slurm's
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -144,10 +145,10 @@ def _summarise(data: dict[str, Any]) -> None:
 
 
 def _write_md(md_path: Path, text: str) -> None:
-    """Write `text`, keeping the sections benchmarks.simulation and benchmarks.impact put
-    there."""
+    """Write `text`, keeping the sections benchmarks.simulation, benchmarks.slurm and
+    benchmarks.impact put there (in that order)."""
     old = md_path.read_text(encoding="utf-8") if md_path.exists() else ""
-    for markers in (SIMULATION_MARKERS, IMPACT_MARKERS):
+    for markers in (SIMULATION_MARKERS, SLURM_MARKERS, IMPACT_MARKERS):
         kept = kept_section(old, markers)
         if kept:
             text = with_section(text, kept, markers)
