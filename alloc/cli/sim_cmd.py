@@ -243,7 +243,10 @@ def simulate(
     synthetic: SyntheticOpt = False,
     policy: Annotated[
         str | None,
-        typer.Option(help="milp, greedy, legacy-priority or fifo (default: the lab's solver)."),
+        typer.Option(
+            help="milp, greedy, fairshare-sort, legacy-priority or fifo (default: the lab's "
+            "solver)."
+        ),
     ] = None,
     days: DaysOpt = 30.0,
     seed: SeedOpt = 1,
