@@ -4,7 +4,6 @@ exactly this function; no clock, I/O or global state below it (STYLE.md habit 1)
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from alloc.domain import Plan, Reservation, Snapshot, SolverReport
@@ -60,29 +59,9 @@ def solve_round(
     )
     started = time.perf_counter()
     ctx = round_context(snapshot, memo)
-    plan, final, warm, greedy_plan = _solve(ctx, solver, options, limit, started)
-    checks = (ctx.standings, ctx.hosts, ctx.reservations, ctx.memo, ctx.share.entitlement_gpus)
-    problems = validate(snapshot, plan, *checks)
-    if problems and plan.report.solver == "milp":
-        note = f"MILP plan failed validation ({problems[0]}); greedy answered"
-        plan, final = greedy_plan(note), warm
-        problems = validate(snapshot, plan, *checks)
-    if problems:
-        raise InvalidPlanError(problems)
-    return RoundResult(plan, ctx, final)
-
-
-def _solve(
-    ctx: RoundContext, solver: str, options: RoundOptions, limit: float, started: float
-) -> tuple[Plan, Load, Load, Callable[[str], Plan]]:
-    """The round's plan from its context: the greedy (completed by the repair passes), or the
-    MILP warm-started from it; with the load it was made from, the greedy's load, and how to
-    make the greedy's plan with a note (the fallback)."""
-    snapshot = ctx.snapshot
-    began = time.perf_counter()
     warm = complete(ctx, greedy(ctx))
     warm_value = objective(ctx, warm)
-    greedy_seconds = time.perf_counter() - began
+    greedy_seconds = time.perf_counter() - started
 
     def greedy_report(note: str) -> SolverReport:
         return SolverReport("greedy", "fallback", warm_value, None, None, greedy_seconds, note)
@@ -90,19 +69,29 @@ def _solve(
     def plan_of(load: Load, report: SolverReport) -> Plan:
         return _plan(ctx, load, report, greedy_seconds, time.perf_counter() - started)
 
-    def greedy_plan(note: str) -> Plan:
-        return plan_of(warm, greedy_report(note))
-
+    final = warm
     if solver == "greedy":
-        return greedy_plan(""), warm, warm, greedy_plan
-    # Leave time after the solver for decoding, repair and validation (each about a greedy
-    # round's work), so that the whole round keeps within the limit.
-    reserve = min(0.25 * limit, 2 * greedy_seconds + 0.02)
-    backend = options.backend or snapshot.policy.backend
-    outcome = solve_milp(ctx, warm, warm_value, started + limit - reserve, backend)
-    if outcome.load is None:
-        return greedy_plan(outcome.note or "greedy answered"), warm, warm, greedy_plan
-    return plan_of(outcome.load, _milp_report(outcome)), outcome.load, warm, greedy_plan
+        plan = plan_of(warm, greedy_report(""))
+    else:
+        # Leave time after the solver for decoding, repair and validation (each about a greedy
+        # round's work), so that the whole round keeps within the limit.
+        reserve = min(0.25 * limit, 2 * greedy_seconds + 0.02)
+        backend = options.backend or snapshot.policy.backend
+        outcome = solve_milp(ctx, warm, warm_value, started + limit - reserve, backend)
+        if outcome.load is None:
+            plan = plan_of(warm, greedy_report(outcome.note or "greedy answered"))
+        else:
+            final = outcome.load
+            plan = plan_of(outcome.load, _milp_report(outcome))
+    checks = (ctx.standings, ctx.hosts, ctx.reservations, ctx.memo, ctx.share.entitlement_gpus)
+    problems = validate(snapshot, plan, *checks)
+    if problems and plan.report.solver == "milp":
+        note = f"MILP plan failed validation ({problems[0]}); greedy answered"
+        plan, final = plan_of(warm, greedy_report(note)), warm
+        problems = validate(snapshot, plan, *checks)
+    if problems:
+        raise InvalidPlanError(problems)
+    return RoundResult(plan, ctx, final)
 
 
 def _milp_report(outcome: Outcome) -> SolverReport:
