@@ -45,6 +45,14 @@ OVERALL_KEYS: tuple[tuple[str, bool | None], ...] = (
     ("wall_seconds", None),
     *((f"wait_{cls}_{q}_s", False) for cls in CLASSES for q in ("p50", "p90")),
 )
+# The worst-team rows of OVERALL_KEYS: metrics.json's entry and the ratio in it.
+WORST: dict[str, tuple[str, str]] = {
+    "worst_team_delivered_over_owed": ("worst_team", "delivered_over_owed"),
+    "worst_team_hourly_delivered_over_owed_hourly": (
+        "worst_team_hourly",
+        "delivered_over_owed_hourly",
+    ),
+}
 COUNTS = ("preemptions", "drains_completed", "invariant_violations", "rounds")
 # Deltas smaller than this count as no change (for colouring only).
 TOLERANCE = {
@@ -94,9 +102,9 @@ class Comparison:
         m = self.runs[i].metrics
         out: dict[str, float | None] = {}
         for key, _ in OVERALL_KEYS:
-            if key.startswith("worst_team"):  # worst_team[_hourly]_<its ratio>
-                which, _, ratio = key.partition("_delivered")
-                value = (m.get(which) or {}).get("delivered" + ratio)
+            if key in WORST:
+                which, ratio = WORST[key]
+                value = (m.get(which) or {}).get(ratio)
             elif key.startswith("wait_"):
                 _, cls, q, _ = key.split("_")
                 w = (m.get("wait_s") or {}).get(cls) or {}

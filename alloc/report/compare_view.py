@@ -6,7 +6,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from alloc.report.compare import COUNTS, OVERALL_KEYS, TEAM_KEYS, TOLERANCE, Comparison
+from alloc.report.compare import COUNTS, OVERALL_KEYS, TEAM_KEYS, TOLERANCE, WORST, Comparison
 from alloc.report.data import CLASSES, fnum
 from alloc.report.fmt import (
     Cell,
@@ -149,15 +149,15 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
     overall_rows: list[list[Cell]] = []
     for key, better in OVERALL_KEYS:
         name = key.removesuffix("_s").replace("_over_owed", " / owed").replace("_", " ")
-        if key.startswith("worst_team"):  # worst_team[_hourly]_<its ratio>
-            name = name.partition(" delivered")[0] + " delivered / owed"
+        if key in WORST:
+            name = WORST[key][0].replace("_", " ") + " delivered / owed"
         cells: list[Cell] = [e(name)]
         for i in range(len(c.runs)):
             value = c.overall(i)[key]
             delta = None if c.is_baseline(i) else c.overall_delta(i)[key]
             cell = _with_delta(key, value, delta, better, 1e-6 if "occ" in key else 0.0)
-            worst = c.runs[i].metrics.get(key.partition("_delivered")[0]) or {}
-            if key.startswith("worst_team") and worst.get("budget"):
+            worst = (c.runs[i].metrics.get(WORST[key][0]) or {}) if key in WORST else {}
+            if worst.get("budget"):
                 # The worst team may differ between runs: name it.
                 named = f"{e(worst['budget'])}: "
                 cell = (cell[0], named + cell[1]) if isinstance(cell, tuple) else named + cell
