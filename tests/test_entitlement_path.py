@@ -12,17 +12,28 @@ from conftest import SOLVERS, TWO_PROGRAMS, actions, ago, host, instance, snapsh
 from hypothesis import given
 from test_properties import PROPERTY, instances
 
-from alloc.domain import Reason
+from alloc.domain import Action, Occupancy, Plan, Reason, Snapshot, path_prefixes
 from alloc.io import load_instance
 from alloc.policy.entitlement import whole_gpus
 from alloc.round import RoundOptions, solve_round
-from alloc.solve.across import entitlement_problems, held_after
+from alloc.solve.across import entitlement_problems
 from alloc.solve.validate import validate
 
 HOSTS = [host(f"h{i}") for i in range(1, 5)]  # 32 GPUs
 # a has used more than its share over the window (ratio above 1: no time slicing for it); q is
 # further behind than p, so its work goes first.
 USAGE = {"p/a": 2000.0, "p/b": 0.0, "q/c": 1000.0}
+
+
+def held_after(snapshot: Snapshot, plan: Plan) -> dict[str, int]:
+    """Allocated GPUs each budget node (subtree) holds once the plan is carried out."""
+    out: dict[str, int] = {}
+    for d in plan.decisions:
+        w = snapshot.by_id[d.workload]
+        if d.occupancy is Occupancy.ALLOCATED and d.action in (Action.START, Action.KEEP):
+            for p in path_prefixes(w.budget or ""):
+                out[p] = out.get(p, 0) + w.gpus
+    return out
 
 
 def checked(data: dict[str, Any], solver: str):

@@ -16,21 +16,6 @@ from alloc.domain import Action, BudgetPath, Occupancy, Plan, Reason, Snapshot, 
 ENTITLED_REASONS = frozenset({Reason.UNDER_ALLOCATION, Reason.PROTECTED, Reason.COSTLY_TO_STOP})
 
 
-def held_after(snapshot: Snapshot, plan: Plan) -> dict[BudgetPath, int]:
-    """Allocated GPUs each budget node (subtree) holds once the plan is carried out (each
-    workload's own GPUs: a gang may hold whole hosts beyond them)."""
-    out: defaultdict[BudgetPath, int] = defaultdict(int)
-    by_id = snapshot.by_id
-    for d in plan.decisions:
-        if d.occupancy is not Occupancy.ALLOCATED or d.action not in (Action.START, Action.KEEP):
-            continue
-        w = by_id[d.workload]
-        if w.budget:
-            for p in path_prefixes(w.budget):
-                out[p] += w.gpus
-    return out
-
-
 def entitlement_problems(
     snapshot: Snapshot, plan: Plan, entitlement: Mapping[BudgetPath, int]
 ) -> list[str]:
