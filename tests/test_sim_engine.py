@@ -33,7 +33,7 @@ from alloc.metrics import metrics
 from alloc.sim.baselines import LegacyConfig
 from alloc.sim.engine import SimConfig, SimResult, Simulation
 from alloc.sim.hosts import FailureModel, HostEvent, read_host_events
-from alloc.sim.policies import KEEPS_CONTRACT, PolicyOptions, planner
+from alloc.sim.policies import KEEPS_CONTRACT, SKIPS_QUIET, PolicyOptions, planner
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -79,7 +79,7 @@ def simulate(
     # As alloc.sim.run sets them: only the contract's plans are trusted, and quiet rounds are
     # skipped only for policies that never preempt without starting something.
     config.setdefault("keeps_contract", policy in KEEPS_CONTRACT)
-    config.setdefault("skip_quiet_rounds", policy in KEEPS_CONTRACT or policy == "fifo")
+    config.setdefault("skip_quiet_rounds", policy in SKIPS_QUIET)
     # Every event pass's whole plan is validated from scratch too (SPEC's invariants).
     config.setdefault("validate_passes", True)
     sim = Simulation(

@@ -58,6 +58,9 @@ REGISTRY: dict[str, tuple[Callable[[PolicyOptions], Planner], str]] = {
 # Plans of these policies keep the contract: the simulator checks each against SPEC's
 # invariants, and a violation there is a bug. The baselines' violations are their pathology.
 KEEPS_CONTRACT = frozenset({"milp", "greedy"})
+# Policies that never preempt without starting something: a round in which no queued work
+# could start decides nothing, and the simulator may skip it (alloc/sim/quiet.py).
+SKIPS_QUIET = KEEPS_CONTRACT | {"fifo", "fairshare-sort"}
 
 
 def planner(name: str, options: PolicyOptions | None = None) -> Planner:

@@ -19,7 +19,7 @@ from alloc.sim.baselines import LegacyConfig
 from alloc.sim.engine import SimConfig, SimResult, Simulation
 from alloc.sim.hosts import FailureModel, read_host_events
 from alloc.sim.output import write_run
-from alloc.sim.policies import KEEPS_CONTRACT, PolicyOptions, planner
+from alloc.sim.policies import KEEPS_CONTRACT, SKIPS_QUIET, PolicyOptions, planner
 from alloc.sim.synthetic import SyntheticLab, synthetic_trace
 
 
@@ -134,8 +134,7 @@ def simulate(
         host_events=tuple(read_host_events(spec.host_events, hosts)) if spec.host_events else (),
         repair_h=spec.repair_h,
         keeps_contract=spec.policy in KEEPS_CONTRACT,
-        skip_quiet_rounds=spec.policy in KEEPS_CONTRACT
-        or spec.policy in ("fifo", "fairshare-sort"),
+        skip_quiet_rounds=spec.policy in SKIPS_QUIET,
         rounds=spec.rounds,
         validate_passes=spec.validate_passes,
     )
