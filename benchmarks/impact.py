@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from benchmarks.simulation import _get
+
 HERE = Path(__file__).resolve().parent
 OUT = Path("/tmp/alloc-bench-impact")
 MARKERS = ("<!-- impact:begin -->", "<!-- impact:end -->")
@@ -57,14 +59,6 @@ def specs(days: float, seeds: tuple[int, ...], policies: tuple[str, ...]) -> lis
     return out
 
 
-# (name, how to read it from metrics.json, unit)
-def _get(m: dict[str, Any], *keys: str) -> Any:
-    v: Any = m
-    for k in keys:
-        v = v.get(k) if isinstance(v, dict) else None
-    return v
-
-
 def preempted_share(m: dict[str, Any]) -> float | None:
     """GPU-hours destroyed by preemption over allocated GPU-hours delivered."""
     delivered = sum(t.get("delivered_gpu_hours") or 0.0 for t in (m.get("teams") or {}).values())
@@ -72,6 +66,7 @@ def preempted_share(m: dict[str, Any]) -> float | None:
     return None if lost is None or delivered <= 0 else lost / delivered
 
 
+# (name, how to read it from metrics.json, unit)
 FIGURES: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
     ("delivered/owed (window)", lambda m: m.get("delivered_over_owed"), "pct"),
     ("worst team (window)", lambda m: _get(m, "worst_team", "delivered_over_owed"), "pct"),
