@@ -43,16 +43,11 @@ def first_fit(shape: Shape, free: np.ndarray, hosts: HostArrays) -> Placement | 
     for kind, (_, capacity) in enumerate(hosts.kinds):
         need = shape.hosts_needed(capacity)
         idx = np.flatnonzero(eligible & (hosts.kind_of == kind))
-        if shape.block and len(idx) >= need:
+        if shape.block:
+            # The block of the first host whose block holds enough of them.
             blocks = hosts.block_of[idx]
-            firsts = {int(b): i for i, b in reversed(list(enumerate(blocks.tolist())))}
-            for b in sorted(firsts, key=firsts.__getitem__):
-                mine = idx[blocks == b]
-                if len(mine) >= need:
-                    idx = mine
-                    break
-            else:
-                continue
+            fits = np.bincount(blocks, minlength=len(hosts.blocks))[blocks] >= need
+            idx = idx[blocks == blocks[fits][0]] if fits.any() else idx[:0]
         if len(idx) >= need:
             return {int(h): int(hosts.cap[h]) for h in idx[:need]}
     return None
