@@ -17,6 +17,7 @@ from alloc.domain import (
     Plan,
     Reason,
     Snapshot,
+    Workload,
     WorkloadId,
     path_prefixes,
 )
@@ -48,7 +49,8 @@ REASON_TEXT = {
     Reason.GPU_TYPE: "no host in the cluster has the GPU type it asks for",
     Reason.TOO_LARGE: "it is larger than anything the ready cluster can ever give it",
     Reason.RESERVED: "the room that fits it is held back for a gang that protected work keeps "
-    "from starting (a reservation; models/round.md, section 8)",
+    "from starting, and its minimum runtime would outlast the time the gang's hosts are "
+    "promised (a reservation; models/round.md, section 8)",
 }
 
 
@@ -101,6 +103,7 @@ def explain(
         e.facts.append(f"running since {format_time(w.started)} ({ran:.2f} h)")
     if d.protected_until is not None:
         e.facts.append(f"protected until {format_time(d.protected_until)}")
+    e.facts += _backfill_lines(plan, w, d)
     if w.budget:
         e.path = _path(ctx, w.budget)
     e.why = _why(ctx, plan, wid, d)
@@ -318,6 +321,23 @@ def _own_node_in_the_way(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list
             f"{owed - w.gpus} other allocated GPUs"
         )
     return [f"{first}; it holds {held}" + (f": {shown}{more}" if shown else "")]
+
+
+def _backfill_lines(plan: Plan, w: Workload, d: Decision) -> list[str]:
+    """A start or a run as backfill on hosts reserved for gangs (models/round.md 8.5)."""
+    if d.action is Action.START and d.backfill_for:
+        ready = {r.workload: format_time(r.ready_at) for r in plan.reservations}
+        gangs = ", ".join(f"{g} (ready at {ready[g]})" for g in d.backfill_for if g in ready)
+        return [
+            f"backfill: it starts on hosts reserved for {gangs}; its protection ends before "
+            "then, and once it is over it yields to the gang while the gang waits"
+        ]
+    if w.running and w.backfill_for:
+        return [
+            f"backfill: it started on hosts reserved for {', '.join(w.backfill_for)}; past its "
+            "minimum runtime it holds its GPUs as over its entitlement while any of them waits"
+        ]
+    return []
 
 
 def _reservation_lines(plan: Plan, wid: WorkloadId) -> list[str]:

@@ -179,3 +179,61 @@ def test_a_state_database_from_before_round_kinds_is_upgraded_in_place(tmp_path)
     store.record_plan(2.0, Plan(datetime.now(UTC), report, (), kind="event"))
     assert [r["kind"] for r in reversed(store.rounds())] == ["full", "event"]
     store.close()
+
+
+def test_the_gangs_a_backfill_start_named_come_back_with_its_run(store):
+    """models/round.md 8.5: a start as backfill names its gangs; the controller keeps that in
+    its record of the plan, and the next round's snapshot carries it on the running workload
+    (`controller_view`), whatever the executor shows."""
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from conftest import instance, snapshot_of, workload
+
+    from alloc.controller.build import controller_view
+    from alloc.domain import Action, Decision, Occupancy, Plan, Reason, SolverReport, WorkloadId
+
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    report = SolverReport("greedy", "fallback", 0.0, None, None, 0.0)
+    short = Decision(
+        WorkloadId("w1"),
+        Action.START,
+        Occupancy.ALLOCATED,
+        Reason.UNDER_ALLOCATION,
+        {"h1": 8},
+        now,
+        (WorkloadId("gang"),),
+    )
+    other = replace(short, workload=WorkloadId("w2"), backfill_for=())
+    store.record_plan(1.0, Plan(now, report, (short, other)))
+    assert store.leases(["w1", "w2", "w3"]) == {"w1": ("gang",)}
+    snap = snapshot_of(
+        instance(
+            workloads=[
+                workload("w1", 8, hosts={"h1": 8}),
+                workload("w2", 8, hosts={"h2": 8}),
+                workload("gang", 16),
+            ]
+        )
+    )
+    view = controller_view(snap, store)
+    assert view.workload(WorkloadId("w1")).backfill_for == ("gang",)
+    assert view.workload(WorkloadId("w2")).backfill_for == ()
+    # A later start of the same workload that is not backfill ends the lease.
+    store.record_plan(2.0, Plan(now, report, (replace(short, backfill_for=()),)))
+    assert store.leases(["w1"]) == {}
+
+
+def test_a_state_database_from_before_backfill_is_upgraded_in_place(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    StateStore(f"sqlite:///{path}").close()
+    with sqlite3.connect(path) as db:  # as written before the column existed
+        db.execute("ALTER TABLE decisions DROP COLUMN backfill_for")
+        assert "backfill_for" not in {r[1] for r in db.execute("PRAGMA table_info(decisions)")}
+    store = StateStore(f"sqlite:///{path}")
+    assert store.leases(["w1"]) == {}
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert "backfill_for" in {r[1] for r in db.execute("PRAGMA table_info(decisions)")}

@@ -359,8 +359,11 @@ def test_no_gpu_idles_while_queued_or_preempted_work_could_use_it(solver: str, d
                 )
             if d.action is not Action.WAIT:
                 continue
-            # Hosts reserved for a blocked gang take no other allocated work this round.
-            reserved = {h for r in plan.reservations for h in r.hosts}
+            # Hosts reserved for a blocked gang take no other allocated work this round but
+            # backfill, whose protection ends by their ready_at (models/round.md 8.5).
+            ends = snapshot.now + timedelta(seconds=w.min_runtime_s)
+            gang = any(r.workload == w.id for r in plan.reservations)
+            reserved = {h for r in plan.reservations if gang or r.ready_at < ends for h in r.hosts}
             if d.occupancy is Occupancy.ALLOCATED and reserved:
                 room = _could_start_now(
                     snapshot, w, {h: 0 if h in reserved else g for h, g in free.items()}

@@ -42,7 +42,8 @@ def test_no_allocated_work_starts_on_a_reserved_host(solver):
     tampered = replace(
         plan, decisions=tuple(start if d.workload == "b-next" else d for d in plan.decisions)
     )
-    assert any("reserved for a gang (8)" in p for p in validate(snap, tampered))
+    problems = validate(snap, tampered)
+    assert any("starts on h7, which is reserved for a gang (a-gang" in p for p in problems)
     # The same start in a plan that reserves nothing breaks no invariant of SPEC.md: a policy
     # need not reserve (the baselines do not).
     assert validate(snap, replace(tampered, reservations=())) == []
@@ -141,10 +142,11 @@ def test_a_gang_starts_when_the_reserved_hosts_free_instead_of_starving(policy):
     assert result.violations == 0
 
 
-def test_the_milp_starts_nothing_on_reserved_hosts_when_it_builds_its_model(monkeypatch):
-    """The greedy plan it starts from has unallocated work on a reserved host, which the model
-    cannot express (no start variables there): the warm start leaves it waiting, the model
-    solves, and repair puts the unallocated work back."""
+def test_the_milp_opens_reserved_hosts_only_to_work_that_may_start_there(monkeypatch):
+    """The reservation is ready at 13:00. b-next (2 h: protected until 14:00) may not start on
+    its hosts; a-debug (15 min) and b-scavenge (unallocated, yields at once) may. The model
+    opens the reserved pools by level (models/round.md 5.2 and 8.5): the warm start, with
+    b-scavenge on a reserved host, is a point of the model, and its solution is the greedy's."""
     from alloc.solve import milp
     from alloc.solve.context import round_context
     from alloc.solve.greedy import greedy
@@ -157,10 +159,18 @@ def test_the_milp_starts_nothing_on_reserved_hosts_when_it_builds_its_model(monk
     warm = complete(ctx, greedy(ctx))
     assert warm.holds(WorkloadId("b-scavenge"))
     rm = build_model(ctx, warm.held)
+    level = {w: c.level for c in rm.classes for w in c.members}
+    # b-next fits nowhere it may go (only reserved hosts have 8 free GPUs): not in the model
+    assert WorkloadId("b-next") not in level
+    assert level[WorkloadId("a-debug")] == level[WorkloadId("b-scavenge")] == 0
+    assert (
+        ctx.backfill is not None
+        and ctx.backfill.level(snap.workload(WorkloadId("b-next")), snap.now) == 1
+    )  # its protection would end after the one reservation's ready_at
     reserved_pools = {i for i, p in enumerate(rm.pools) if p.reserved}
-    assert reserved_pools
-    assert not any(i in reserved_pools for i, _ in rm.x) and not set(rm.e) & reserved_pools
-    assert hint(ctx, rm, warm)[rm.y[WorkloadId("b-scavenge")]] == 0.0
+    assert reserved_pools and all(rm.pools[i].res == 1 for i in reserved_pools)
+    assert all(not rm.pools[i].open_to(1) and rm.pools[i].open_to(0) for i in reserved_pools)
+    assert hint(ctx, rm, warm)[rm.y[WorkloadId("b-scavenge")]] == 1.0
 
     monkeypatch.setattr(milp, "QUICK_GAP", -1.0)  # no knapsack shortcut: always the model
     plan = solve_checked(snap, "milp")

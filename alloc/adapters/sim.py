@@ -52,7 +52,9 @@ class SimExecutor:
             if problem:
                 results.append(ActionResult(d.workload, d.action, False, problem))
                 continue
-            world.start(d.workload, dict(d.hosts), d.occupancy is Occupancy.ALLOCATED)
+            world.start(
+                d.workload, dict(d.hosts), d.occupancy is Occupancy.ALLOCATED, d.backfill_for
+            )
             results.append(ActionResult(d.workload, d.action, True))
         return ApplyReport(tuple(results))
 

@@ -24,11 +24,19 @@ def controller_view(
     snapshot: Snapshot, store: StateStore, budgets: BudgetTree | None = None
 ) -> Snapshot:
     """The snapshot with what the controller owns: the budget tree (the config's, with the
-    shares managers changed since: alloc budgets set) and the window's usage from its own
-    ledger."""
+    shares managers changed since: alloc budgets set), the window's usage from its own
+    ledger and which running work its plans started as backfill."""
     tree = with_shares(budgets, store.shares()) if budgets is not None else snapshot.budgets
     usage = store.window_gpu_hours(snapshot.now.timestamp(), snapshot.policy.lookback_s)
-    return replace(snapshot, budgets=tree, usage_gpu_hours=usage)
+    # Work started as backfill yields to its gangs (models/round.md 8.5): what its start
+    # named is in the controller's own record of its plans, not in the cluster.
+    leases = store.leases(w.id for w in snapshot.workloads if w.running)
+    workloads = snapshot.workloads
+    if leases:
+        workloads = tuple(
+            replace(w, backfill_for=leases[w.id]) if w.id in leases else w for w in workloads
+        )
+    return replace(snapshot, budgets=tree, usage_gpu_hours=usage, workloads=workloads)
 
 
 def executor_for(settings: ControllerSettings, kind: str | None = None) -> Executor:

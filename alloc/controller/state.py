@@ -77,6 +77,8 @@ decisions = Table(
     Column("occupancy", String(20), nullable=False),
     Column("reason", String(40), nullable=False),
     Column("hosts", JSON, nullable=False),
+    # a start as backfill on hosts reserved for these gangs (models/round.md 8.5)
+    Column("backfill_for", JSON, nullable=True),
 )
 # `alloc status`: the last decision about each workload (decisions of many rounds).
 decisions_by_workload = Index("decisions_by_workload", decisions.c.workload, decisions.c.round_id)
@@ -127,13 +129,16 @@ class StateStore:
 
     def _upgrade(self) -> None:
         """A state database written before rounds had a kind gets the column (every round
-        in it was a full round)."""
+        in it was a full round), and one written before backfill its decisions' column."""
         with self.engine.begin() as db:
             names = {c["name"] for c in inspect(db).get_columns("rounds")}
             if "kind" not in names:
                 db.execute(
                     text("ALTER TABLE rounds ADD COLUMN kind VARCHAR(10) DEFAULT 'full' NOT NULL")
                 )
+            names = {c["name"] for c in inspect(db).get_columns("decisions")}
+            if "backfill_for" not in names:  # written before backfill: no start was one
+                db.execute(text("ALTER TABLE decisions ADD COLUMN backfill_for JSON"))
 
     # the ledger
 
@@ -246,6 +251,7 @@ class StateStore:
                     occupancy=d.occupancy.value,
                     reason=d.reason.value,
                     hosts={str(h): g for h, g in d.hosts.items()},
+                    backfill_for=list(d.backfill_for) if d.backfill_for else None,
                 )
                 for d in plan.decisions
             ]
@@ -324,6 +330,34 @@ class StateStore:
             for chunk in range(0, len(wanted), 500):
                 for row in db.execute(query(wanted[chunk : chunk + 500])):
                     out[row.workload] = dict(row._mapping)
+        return out
+
+    def leases(self, workloads: Iterable[str]) -> dict[str, tuple[WorkloadId, ...]]:
+        """For each of these (running) workloads started as backfill, the gangs its last
+        start named (models/round.md 8.5): what the next round's snapshot carries."""
+        wanted = list(dict.fromkeys(workloads))
+        out: dict[str, tuple[WorkloadId, ...]] = {}
+        with self.engine.connect() as db:
+            for chunk in range(0, len(wanted), 500):
+                part = wanted[chunk : chunk + 500]
+                latest = (
+                    select(decisions.c.workload, func.max(decisions.c.round_id).label("round_id"))
+                    .where(decisions.c.workload.in_(part), decisions.c.action == "start")
+                    .group_by(decisions.c.workload)
+                    .subquery()
+                )
+                rows = db.execute(
+                    select(decisions.c.workload, decisions.c.backfill_for).join(
+                        latest,
+                        and_(
+                            latest.c.workload == decisions.c.workload,
+                            latest.c.round_id == decisions.c.round_id,
+                        ),
+                    )
+                )
+                for row in rows:
+                    if row.backfill_for:
+                        out[row.workload] = tuple(WorkloadId(g) for g in row.backfill_for)
         return out
 
     def actions_of(self, round_id: int) -> list[Mapping[str, object]]:

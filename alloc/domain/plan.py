@@ -60,6 +60,9 @@ class Decision:
     reason: Reason
     hosts: Mapping[HostName, int] = field(default_factory=lambda: _NO_HOSTS)
     protected_until: datetime | None = None
+    # A start on hosts reserved for these gangs (backfill, models/round.md 8.5): it yields to
+    # them once its minimum runtime, which ends by their `ready_at`, is over.
+    backfill_for: tuple[WorkloadId, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.hosts, MappingProxyType):
@@ -84,7 +87,8 @@ class SolverReport:
 @dataclass(frozen=True, slots=True)
 class Reservation:
     """Hosts held back this round for a gang that protected work keeps from starting: no
-    allocated work starts on them; `ready_at` is when their last protected work ends."""
+    allocated work starts on them but backfill, whose minimum runtime ends by `ready_at`, when
+    their last protected work ends (models/round.md 8)."""
 
     workload: WorkloadId
     hosts: tuple[HostName, ...]

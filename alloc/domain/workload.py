@@ -30,6 +30,9 @@ class Workload:
     started: datetime | None = None
     hosts: Mapping[HostName, int] = field(default_factory=lambda: MappingProxyType({}))
     runtime_s: float | None = None  # work it still needs; known to a simulation only
+    # Started as backfill on hosts reserved for these gangs (models/round.md 8.5): once past
+    # its minimum runtime it holds its GPUs as over its entitlement while any of them waits.
+    backfill_for: tuple[WorkloadId, ...] = ()
     # started is not None; a plain attribute (not a property): rounds read it millions of times
     running: bool = field(init=False, repr=False, compare=False)
 

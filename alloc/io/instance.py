@@ -369,6 +369,12 @@ def _workload(
             raise report.error(
                 (*loc, "hosts"), f"places {sum(hosts.values())} GPUs for a workload of {w.gpus}"
             )
+    elif w.backfill_for:
+        raise report.error(
+            (*loc, "backfill_for"), "only a running workload runs as backfill (give started)"
+        )
+    if w.id in w.backfill_for:
+        raise report.error((*loc, "backfill_for"), "a workload is not backfill for itself")
     topology = Topology(w.topology) if w.topology else cluster.default_topology(w.gpus, w.gpu_type)
     return Workload(
         id=WorkloadId(w.id),
@@ -383,4 +389,5 @@ def _workload(
         started=w.started,
         hosts=hosts,
         runtime_s=w.runtime,
+        backfill_for=tuple(WorkloadId(g) for g in w.backfill_for),
     )

@@ -156,6 +156,8 @@ def _workload(w: Any) -> dict[str, Any]:
     if w.started is not None:
         out["started"] = format_time(w.started)
         out["hosts"] = dict(w.hosts)
+        if w.backfill_for:
+            out["backfill_for"] = list(w.backfill_for)
     if w.runtime_s is not None:
         out["runtime"] = format_duration(w.runtime_s)
     return out

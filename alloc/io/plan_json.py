@@ -58,6 +58,8 @@ def _decision(d: Decision) -> dict[str, Any]:
         out["hosts"] = dict(d.hosts)
     if d.protected_until is not None:
         out["protected_until"] = format_time(d.protected_until)
+    if d.backfill_for:
+        out["backfill_for"] = list(d.backfill_for)
     out["reason"] = d.reason.value
     return out
 
@@ -73,6 +75,7 @@ class _DecisionIn(BaseModel):
     occupancy: Occupancy
     hosts: dict[str, int] = {}
     protected_until: Time | None = None
+    backfill_for: list[str] = []
     reason: Reason
 
 
@@ -121,6 +124,7 @@ def load_plan(path: str | Path) -> Plan:
             d.reason,
             {HostName(h): g for h, g in d.hosts.items()},
             d.protected_until,
+            tuple(WorkloadId(g) for g in d.backfill_for),
         )
         for d in raw.decisions
     )

@@ -136,6 +136,8 @@ class WorkloadIn(_Strict):
     submitted: Time | None = None
     started: Time | None = None
     hosts: dict[Name, Gpus] | None = None
+    # running as backfill on hosts reserved for these gangs (the start's `backfill_for`)
+    backfill_for: list[Name] = []
     runtime: Duration | None = None  # work it still needs (simulation only)
 
 

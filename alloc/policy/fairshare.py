@@ -199,6 +199,7 @@ def fair_share(
     # grant keeps every node on its path within its entitlement (2.3): a leaf within its own
     # entitlement cannot take what its parent's other children are entitled to.
     counted: dict[BudgetPath, float] = defaultdict(float, protected_gpus)
+    by_id = snapshot.by_id
     for w, at_grant in projected.order():
         order.append(w.id)
         grant_ratios[w.id] = at_grant
@@ -206,6 +207,8 @@ def fair_share(
         leaf = w.budget
         if committed + w.gpus > ready_gpus:
             continue  # entitled work never exceeds the ready capacity
+        if w.backfill_for and yields_to_gang(by_id, w):
+            continue  # backfill past its minimum runtime: over, while its gang waits (8.5)
         path = path_prefixes(leaf)
         within = counted[leaf] + w.gpus <= entitled_gpus.get(leaf, 0.0) + 1e-9
         # A workload larger than all its node is owed would never be entitled: it is when its
@@ -252,6 +255,17 @@ def fair_share(
         unallocated_order=tuple(w.id for w in unallocated),
         demand_gpus=MappingProxyType(demand),
     )
+
+
+def yields_to_gang(by_id: Mapping[WorkloadId, Workload], w: Workload) -> bool:
+    """Running `w` started as backfill on hosts reserved for a gang that still waits
+    (models/round.md 8.5): past its minimum runtime it is over its entitlement, so that the
+    gang, entitled, displaces it."""
+    for gang in w.backfill_for:
+        g = by_id.get(gang)
+        if g is not None and not g.running:
+            return True
+    return False
 
 
 def _path_ratios(ratios: Mapping[BudgetPath, float], w: Workload) -> tuple[float, ...]:

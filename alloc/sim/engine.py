@@ -20,7 +20,16 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from alloc.adapters.sim import SimExecutor
-from alloc.domain import Action, HostName, HostState, Plan, Snapshot, TraceJob, WorkloadId
+from alloc.domain import (
+    Action,
+    HostName,
+    HostState,
+    Plan,
+    Reservation,
+    Snapshot,
+    TraceJob,
+    WorkloadId,
+)
 from alloc.ledger import Ledger, LedgerStore, SQLiteStore
 from alloc.rounds import ROUND_KINDS, Rounds
 from alloc.sim.hosts import FailureModel, HostEvent
@@ -205,7 +214,7 @@ class Simulation:
             world.arrive(job_id)
             # Unallocated work only takes free GPUs: no room, no round.
             charged = world.charged(world.jobs[job_id].job)
-            if charged or waiting_fits_free(world, frozenset(), (job_id,)):
+            if charged or waiting_fits_free(world, (), (job_id,)):
                 return Need.PASS
             return None
         if kind in (Kind.COMPLETE, Kind.PROTECTION_END):
@@ -303,8 +312,8 @@ class Simulation:
         world.touched.clear()
         self.rounds.sync(changed, gone)
 
-    def _plan_and_apply(self, t: float, result: SimResult, full: bool) -> frozenset[HostName]:
-        """Plan, apply, schedule what follows; returns the hosts the plan reserved."""
+    def _plan_and_apply(self, t: float, result: SimResult, full: bool) -> tuple[Reservation, ...]:
+        """Plan, apply, schedule what follows; returns the plan's reservations."""
         began = time.perf_counter()
         snapshot, plan = self._plan(full)
         seconds = time.perf_counter() - began
@@ -323,7 +332,7 @@ class Simulation:
         report = self.executor.apply(plan)
         if self.rounds is not None and self.rounds.ready:
             self._sync()
-        reserved = frozenset(h for r in plan.reservations for h in r.hosts)
+        reserved = plan.reservations
         # Preempted work is requeued: like an arrival, it calls for a round (at the next
         # allowed time) if it fits the GPUs left free, e.g. beside the work that displaced it
         # on another host.

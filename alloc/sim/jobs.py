@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from alloc.domain import HostName, Snapshot, Topology, TraceJob, Workload
+from alloc.domain import HostName, Snapshot, Topology, TraceJob, Workload, WorkloadId
 
 
 @dataclass
@@ -16,6 +16,7 @@ class SimJob:
     seg_start_s: float = 0.0
     hosts: dict[HostName, int] = field(default_factory=dict)
     allocated: bool = False  # of the running segment: charged and protected
+    backfill_for: tuple[WorkloadId, ...] = ()  # of the running segment (models/round.md 8.5)
     first_start_s: float | None = None
     end_s: float | None = None
     preemptions: int = 0

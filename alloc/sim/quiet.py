@@ -13,12 +13,13 @@ one vectorised placement test per distinct request shape.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from alloc.domain import Cluster, HostName, HostState, Topology, WorkloadId
+from alloc.domain import Cluster, HostName, HostState, Reservation, Topology, WorkloadId
 from alloc.sim.jobs import SimJob
 from alloc.sim.world import World
 
@@ -44,7 +45,7 @@ class _Hosts:
     kind_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     block_kind_of: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     block_kind_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    off: list[tuple[frozenset[HostName], np.ndarray]] = field(default_factory=list)
+    off: list[tuple[tuple[Reservation, ...], np.ndarray]] = field(default_factory=list)
 
     def used(self, world: World) -> np.ndarray:
         """GPUs in use per host of this cluster, now."""
@@ -61,13 +62,19 @@ class _Hosts:
             self.largest[gpu_type] = int(self.cap[mask].max()) if mask.any() else 0
         return mask
 
-    def reserved(self, names: frozenset[HostName]) -> np.ndarray:
-        """The hosts named, as a mask (the last one asked is kept: a plan's reservations)."""
-        if self.off and self.off[0][0] == names:
+    def reserved(self, held: tuple[Reservation, ...]) -> np.ndarray:
+        """Each host's `ready_at` (a timestamp) under these reservations, infinite off them
+        (the last ones asked are kept: a plan's reservations)."""
+        if self.off and self.off[0][0] is held:
             return self.off[0][1]
-        mask = np.array([n in names for n in self.names], bool)
-        self.off[:] = [(names, mask)]
-        return mask
+        until = np.full(len(self.names), np.inf)
+        index = {n: i for i, n in enumerate(self.names)}
+        for r in held:
+            for h in r.hosts:
+                if h in index:
+                    until[index[h]] = r.ready_at.timestamp()
+        self.off[:] = [(held, until)]
+        return until
 
     def gang_fits(self, whole: np.ndarray, gpus: int, one_block: bool) -> bool:
         """`whole` (hosts with every GPU free) holds enough hosts of one GPU type and size for
@@ -185,14 +192,14 @@ def _whole_hosts_fit(whole: np.ndarray, cap: np.ndarray, gpus: int) -> bool:
 
 
 def waiting_fits_free(
-    world: World, reserved: frozenset[HostName], only: Iterable[WorkloadId] | None = None
+    world: World, reserved: tuple[Reservation, ...], only: Iterable[WorkloadId] | None = None
 ) -> bool:
     """Some queued job fits into the GPUs free right now, as it is: on one ready host of its
     type with room, or (larger than every such host) on enough whole free hosts of one size,
-    in one block for topology block. Hosts reserved for a gang do not count for allocated
-    work (the rule keeps it off them). After a round this is a GPU the round left idle
-    although waiting work could use it (`metrics`: idle while waiting work fit). `only`:
-    these queued jobs instead of the whole queue."""
+    in one block for topology block. Hosts reserved for a gang count for allocated work only
+    as backfill (its minimum runtime ends by their `ready_at`: models/round.md 8.5). After a
+    round this is a GPU the round left idle although waiting work could use it (`metrics`:
+    idle while waiting work fit). `only`: these queued jobs instead of the whole queue."""
     if not world.queued:
         return False
     jobs = (
@@ -204,11 +211,17 @@ def waiting_fits_free(
     used = t.used(world)
     free = np.where(t.ready, t.cap - used, 0)
     whole_free = free == t.cap
-    off = t.reserved(reserved) if reserved else None
-    seen: set[tuple[int, Topology, str | None, bool]] = set()
+    until = t.reserved(reserved) if reserved else None
+    gangs = {r.workload for r in reserved}
+    now = world.at(world.now_s).timestamp()
+    seen: set[tuple[int, Topology, str | None, float]] = set()
     for sj in jobs:
-        kept_off = off is not None and world.charged(sj.job)
-        key = (sj.job.gpus, sj.topology, sj.job.gpu_type, kept_off)
+        off = None
+        if until is not None and world.charged(sj.job):
+            # 1e-6: a protection that ends at ready_at may backfill (solve.reserve.Reserved)
+            ends = math.inf if sj.job.id in gangs else now + sj.job.min_runtime_s - 1e-6
+            off = until < ends
+        key = (sj.job.gpus, sj.topology, sj.job.gpu_type, -1.0 if off is None else ends)
         if key in seen:
             continue
         seen.add(key)
@@ -217,8 +230,8 @@ def waiting_fits_free(
         if not largest:
             continue
         # Its shape (one host, or whole hosts) comes from the ready hosts of its type;
-        # reservations only narrow where it may go (solve.reserve.off_reserved).
-        usable = of_type & ~off if kept_off and off is not None else of_type
+        # reservations only narrow where it may go (solve.reserve.Reserved.shape_for).
+        usable = of_type & ~off if off is not None else of_type
         g = sj.job.gpus
         if g <= largest:
             if np.any(usable & (free >= g)):

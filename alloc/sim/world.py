@@ -111,7 +111,7 @@ class World:
             self.arrive(w.id)
             if w.started is not None:
                 ran = (self.t0 - w.started).total_seconds()
-                self.start(w.id, dict(w.hosts), self.charged(sj.job))
+                self.start(w.id, dict(w.hosts), self.charged(sj.job), w.backfill_for)
                 sj.seg_start_s = -ran
                 sj.first_start_s = -ran
 
@@ -206,7 +206,13 @@ class World:
         self.rates.queued += sj.job.gpus
         self._demand(sj, +1)
 
-    def start(self, job_id: WorkloadId, hosts: dict[HostName, int], allocated: bool) -> Started:
+    def start(
+        self,
+        job_id: WorkloadId,
+        hosts: dict[HostName, int],
+        allocated: bool,
+        backfill_for: tuple[WorkloadId, ...] = (),
+    ) -> Started:
         sj = self.queued.pop(job_id)
         self._queue_shape(sj, -1)
         self.touched[job_id] = None
@@ -214,6 +220,7 @@ class World:
         sj.state = "running"
         sj.hosts = dict(hosts)
         sj.allocated = allocated
+        sj.backfill_for = backfill_for
         sj.seg_start_s = self.now_s
         sj.version += 1
         sj.cached = None
@@ -367,6 +374,7 @@ class World:
                 gpu_type=j.gpu_type,
                 started=self.at(sj.seg_start_s) if running else None,
                 hosts=sj.hosts if running else {},
+                backfill_for=sj.backfill_for if running else (),
             )
         return sj.cached
 

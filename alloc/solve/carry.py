@@ -46,7 +46,7 @@ from alloc.solve.context import RoundContext
 from alloc.solve.load import Load
 from alloc.solve.placement import place
 from alloc.solve.problem import Request, Shape, request_of, shapes_of
-from alloc.solve.reserve import Held, off_reserved, reserved_mask
+from alloc.solve.reserve import Held, Reserved
 
 Group = tuple[BudgetPath | None, Occupancy]  # a budget node and an occupancy class
 # The order a pass walks its candidates in: entitled work, work over its entitlement, then
@@ -187,9 +187,13 @@ class PassState:
             if d.action is Action.START:
                 w = self.view[d.workload]
                 self._dequeue(w.id)
-                self.view[w.id] = replace(w, started=now, hosts=d.hosts)
+                self.view[w.id] = replace(
+                    w, started=now, hosts=d.hosts, backfill_for=d.backfill_for
+                )
             elif d.action is Action.PREEMPT:
-                w = replace(self.view[d.workload], started=None, hosts=MappingProxyType({}))
+                w = replace(
+                    self.view[d.workload], started=None, hosts=MappingProxyType({}), backfill_for=()
+                )
                 self.view[w.id] = w
                 self._enqueue(w)  # fresh: preempted work may fit elsewhere, the next pass looks
 
@@ -245,10 +249,9 @@ class PassState:
 
     def _set_reserved(self) -> None:
         self.gangs = frozenset(r.workload for r in self.reservations)
-        self.reserved: np.ndarray | None = (
-            reserved_mask(tuple(self.reservations), self.hosts) if self.reservations else None
+        self.reserved: Reserved | None = (
+            Reserved(tuple(self.reservations), self.hosts) if self.reservations else None
         )
-        self._restricted: dict[int, Shape] = {}
 
     def lapse(self, workload: WorkloadId) -> None:
         """The gang started or left the queue: its reservation ends."""
@@ -260,8 +263,8 @@ class PassState:
             self._set_reserved()
 
     def shape(self, q: Queued) -> Shape:
-        """Where a queued workload may start: its shape, without reserved hosts for allocated
-        work other than the gangs they are held for (models/round.md 8)."""
+        """Where a queued workload may start: its shape, without the reserved hosts allocated
+        work other than the gangs they are held for may not backfill (models/round.md 8.5)."""
         own = self.own_shape(q)
         if (
             self.reserved is None
@@ -269,10 +272,7 @@ class PassState:
             or q.workload.id in self.gangs
         ):
             return own
-        restricted = self._restricted.get(id(own))
-        if restricted is None:
-            restricted = self._restricted[id(own)] = off_reserved(own, self.reserved)
-        return restricted
+        return self.reserved.shape_for(q.workload, own, self.now)
 
     def own_shape(self, q: Queued) -> Shape:
         return self._own(q.request, q.workload)

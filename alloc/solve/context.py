@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import MappingProxyType
 
 import numpy as np
@@ -23,7 +24,7 @@ from alloc.solve.problem import (
     running_use,
     shapes_of,
 )
-from alloc.solve.reserve import Held, off_reserved, reservations, reserved_mask
+from alloc.solve.reserve import Held, Reserved, reservations
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,8 @@ class RoundContext:
     optional_used: np.ndarray  # GPUs per host held by running work the solver may preempt
     running_at: Mapping[WorkloadId, Mapping[int, int]]  # those two kinds: host index -> GPUs
     reservations: tuple[Held, ...] = ()  # hosts held back for blocked gangs (section 8)
-    reserved: np.ndarray | None = None  # bool per host: no other allocated work starts there
+    reserved: np.ndarray | None = None  # bool per host: only backfill of other work starts there
+    backfill: Reserved | None = None  # which work may start on which reserved hosts (8.5)
     unreserved_shapes: Mapping[WorkloadId, Shape] = field(  # the restricted ones' own shapes
         default_factory=lambda: MappingProxyType({})
     )
@@ -98,8 +100,8 @@ def round_context(snapshot: Snapshot, memo: RoundMemo | None = None) -> RoundCon
     hosts = host_arrays(snapshot)
     own = shapes_of((s.workload for s in st.values() if s.forced is None), hosts)
     held = reservations(snapshot, st, hosts)
-    reserved = reserved_mask(held, hosts)
-    shapes, unreserved = _avoiding_reservations(st, own, held, reserved)
+    backfill = Reserved(held, hosts)
+    shapes, unreserved = _avoiding_reservations(st, own, backfill, snapshot.now)
     fixed, optional, running_at = running_use(hosts, st)
     empty = np.where(hosts.ready, hosts.cap, 0)
     beside_protected = np.where(hosts.ready, np.maximum(hosts.cap - fixed, 0), 0)
@@ -148,7 +150,8 @@ def round_context(snapshot: Snapshot, memo: RoundMemo | None = None) -> RoundCon
         optional_used=optional,
         running_at=MappingProxyType(running_at),
         reservations=held,
-        reserved=reserved if held else None,
+        reserved=backfill.mask if held else None,
+        backfill=backfill if held else None,
         unreserved_shapes=MappingProxyType(unreserved),
         memo=memo,
     )
@@ -157,23 +160,23 @@ def round_context(snapshot: Snapshot, memo: RoundMemo | None = None) -> RoundCon
 def _avoiding_reservations(
     st: Mapping[WorkloadId, Standing],
     shapes: dict[WorkloadId, Shape],
-    held: tuple[Held, ...],
-    reserved: np.ndarray,
+    backfill: Reserved,
+    now: datetime,
 ) -> tuple[dict[WorkloadId, Shape], dict[WorkloadId, Shape]]:
-    """Queued allocated work other than the reserving gangs may not start on reserved hosts:
-    its shape leaves them out. Returns the shapes and, for the restricted ones, their own."""
-    if not held:
+    """Queued allocated work other than the reserving gangs may start on a reserved host only
+    as backfill (its minimum runtime ends by the host's `ready_at`): its shape leaves the
+    others out. Returns the shapes and, for the restricted ones, their own."""
+    if not backfill:
         return shapes, {}
-    gangs = {r.workload for r in held}
-    restricted: dict[int, Shape] = {}
     out = dict(shapes)
     own: dict[WorkloadId, Shape] = {}
     for wid, shape in shapes.items():
         s = st[wid]
-        if s.workload.running or s.occupancy is not Occupancy.ALLOCATED or wid in gangs:
+        w = s.workload
+        if w.running or s.occupancy is not Occupancy.ALLOCATED or wid in backfill.gangs:
             continue
-        if id(shape) not in restricted:
-            restricted[id(shape)] = off_reserved(shape, reserved)
-        out[wid] = restricted[id(shape)]
-        own[wid] = shape
+        restricted = backfill.shape_for(w, shape, now)
+        if restricted is not shape:
+            out[wid] = restricted
+            own[wid] = shape
     return out, own

@@ -114,6 +114,7 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
     wait_reason = _WaitReasons(ctx, load)
     standings, held, now = ctx.standings, load.held, snapshot.now
     last = ctx.memo.decisions if ctx.memo is not None else None
+    backfill = ctx.backfill
     made: dict[WorkloadId, tuple[Workload, Decision]] = {}
     out = []
 
@@ -171,7 +172,12 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
             if action is Action.KEEP:
                 decided(w, action, s.occupancy, reason, placement, until)
             else:
-                out.append(Decision(wid, action, s.occupancy, reason, placement, until))
+                lease = (
+                    backfill.backfill_for(held[wid])
+                    if backfill is not None and allocated and wid not in backfill.gangs
+                    else ()
+                )
+                out.append(Decision(wid, action, s.occupancy, reason, placement, until, lease))
         elif w.running:
             out.append(Decision(wid, Action.PREEMPT, s.occupancy, _preempt_reason(ctx, wid)))
         else:

@@ -236,7 +236,12 @@ def _decisions(
         allocated = q.occupancy is Occupancy.ALLOCATED
         until = now + runtime_delta(w.min_runtime_s) if allocated else None
         hosts = {names[h]: g for h, g in sorted(placement.items())}
-        out.append(Decision(wid, Action.START, q.occupancy, reason, hosts, until))
+        lease = (
+            state.reserved.backfill_for(placement)
+            if state.reserved is not None and allocated and wid not in state.gangs
+            else ()
+        )
+        out.append(Decision(wid, Action.START, q.occupancy, reason, hosts, until, lease))
     for wid in preempted:
         out.append(
             Decision(wid, Action.PREEMPT, Occupancy.UNALLOCATED, Reason.UNALLOCATED_DISPLACED)
@@ -266,9 +271,16 @@ def _record(state: PassState, decisions: tuple[Decision, ...]) -> None:
         w = state.view[d.workload]
         if d.action is Action.START:
             load.release(d.workload)  # held by the pass: `sync` holds it as running
-            changed.append(replace(w, started=state.now, hosts=MappingProxyType(dict(d.hosts))))
+            changed.append(
+                replace(
+                    w,
+                    started=state.now,
+                    hosts=MappingProxyType(dict(d.hosts)),
+                    backfill_for=d.backfill_for,
+                )
+            )
         else:
             load.hold(d.workload, {state.hosts.index[h]: g for h, g in w.hosts.items()})
-            changed.append(replace(w, started=None, hosts=MappingProxyType({})))
+            changed.append(replace(w, started=None, hosts=MappingProxyType({}), backfill_for=()))
     state.sync(changed)
     state.decided(decisions)

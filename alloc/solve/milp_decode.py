@@ -31,62 +31,79 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
     )
 
     whole: dict[tuple[int, int, int], list[int]] = defaultdict(list)
+    res_of: dict[int, int] = {}  # reserved host -> its reservation's rank (section 8.5)
     for i, var in rm.e.items():
         p = rm.pools[i]
-        whole[(p.block, p.type, p.cap)].extend(int(h) for h in p.hosts[: v[var]])
+        chosen = [int(h) for h in p.hosts[: v[var]]]
+        whole[(p.block, p.type, p.cap)].extend(chosen)
+        if p.res:
+            res_of.update((h, p.res) for h in chosen)
+
+    def open_to(h: int, level: int) -> bool:
+        res = res_of.get(h, 0)
+        return res == 0 or res > level
 
     started = {
         ci: deque(w for w in c.members if v[rm.y[w]] == 1) for ci, c in enumerate(rm.classes)
     }
-    # Gangs inside one region first, then gangs spread over what the regions leave over.
-    for (ci, region), var in rm.n.items():
+    # Gangs inside one region first (the most restricted levels first, so that work that may
+    # backfill reserved hosts leaves the others to work that may not), then gangs spread over
+    # what the regions leave over (unreserved hosts only).
+    for (ci, region), var in sorted(rm.n.items(), key=lambda kv: -rm.classes[kv[0][0]].level):
         c = rm.classes[ci]
         need = 1 if c.single else -(-c.gpus // region[2])
         for _ in range(v[var]):
-            if not started[ci] or len(whole[region]) < need:
+            there = [h for h in whole[region] if open_to(h, c.level)]
+            if not started[ci] or len(there) < need:
                 break
-            chosen = _fewest_racks(ctx, whole[region], need)
-            whole[region] = [h for h in whole[region] if h not in chosen]
-            _hold_if_free(ctx, load, started[ci].popleft(), sorted(chosen))
+            gang = _fewest_racks(ctx, there, need)
+            whole[region] = [h for h in whole[region] if h not in gang]
+            _hold_if_free(ctx, load, started[ci].popleft(), sorted(gang))
     for (ci, (t, cap)), var in rm.m.items():
         need = -(-rm.classes[ci].gpus // cap)
         for _ in range(v[var]):
+            spare = {r: [h for h in hs if h not in res_of] for r, hs in whole.items()}
             regions = sorted(
-                (r for r in whole if r[1:] == (t, cap) and whole[r]), key=lambda r: -len(whole[r])
+                (r for r in spare if r[1:] == (t, cap) and spare[r]), key=lambda r: -len(spare[r])
             )
-            if not started[ci] or sum(len(whole[r]) for r in regions) < need:
+            if not started[ci] or sum(len(spare[r]) for r in regions) < need:
                 break
             taken: list[int] = []
             for r in regions:
-                part = whole[r][: need - len(taken)]
-                whole[r] = whole[r][len(part) :]
+                part = spare[r][: need - len(taken)]
+                whole[r] = [h for h in whole[r] if h not in part]
                 taken.extend(part)
                 if len(taken) == need:
                     break
             _hold_if_free(ctx, load, started[ci].popleft(), taken)
-    small: dict[tuple[int, int], list[WorkloadId]] = defaultdict(list)  # (type, size) -> work
+    # (type, size) -> (level, work): the most restricted levels place first
+    small: dict[tuple[int, int], list[tuple[int, WorkloadId]]] = defaultdict(list)
     for (ci, t), var in rm.phi.items():
+        c = rm.classes[ci]
         for _ in range(v[var]):
             if started[ci]:
-                small[(t, rm.classes[ci].gpus)].append(started[ci].popleft())
+                small[(t, c.gpus)].append((c.level, started[ci].popleft()))
 
-    slots: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)  # -> (pool, count)
+    slots: dict[tuple[int, int], list[list[int]]] = defaultdict(list)  # -> [pool, count]
     for (i, size), var in rm.x.items():
         if v[var] > 0:
-            slots[(rm.pools[i].type, size)].append((i, int(v[var])))
+            slots[(rm.pools[i].type, size)].append([i, int(v[var])])
     for t, size in sorted(small, key=lambda key: -key[1]):
-        work = deque(small[(t, size)])
-        for i, count in slots[(t, size)]:
-            pool_hosts = rm.pools[i].hosts
-            for _ in range(count):
-                if not work:
-                    break
-                free = load.free()[pool_hosts]
+        for level, wid in sorted(small[(t, size)], key=lambda lw: -lw[0]):
+            for slot in slots[(t, size)]:
+                i, count = slot
+                pool = rm.pools[i]
+                if count <= 0 or not pool.open_to(level):
+                    continue
+                free = load.free()[pool.hosts]
                 fits = np.flatnonzero(free >= size)
                 if len(fits) == 0:
-                    break
-                h = int(pool_hosts[fits[np.argmin(free[fits])]])
-                ctx.hold(load, work.popleft(), {h: size})
+                    slot[1] = 0
+                    continue
+                h = int(pool.hosts[fits[np.argmin(free[fits])]])
+                ctx.hold(load, wid, {h: size})
+                slot[1] -= 1
+                break
     return load
 
 
@@ -124,19 +141,18 @@ def hint(ctx: RoundContext, rm: RoundModel, load: Load) -> np.ndarray:
     for wid, placement in load.held.items():
         if wid not in class_of:
             continue
-        if any(rm.pools[pool_of[h]].reserved for h in placement if h in pool_of):
-            # Unallocated work on a reserved host: the model has no start there (repair adds
-            # it back after the solve); the hint leaves it waiting.
-            v[rm.y[wid]] = 0.0
-            continue
         ci = class_of[wid]
         c = rm.classes[ci]
         first = next(iter(placement))
         whole_hosts = all(g == hosts.cap[h] for h, g in placement.items())
         if c.single and not whole_hosts:
             i = pool_of[first]
-            v[rm.x[(i, c.gpus)]] += 1
-            v[rm.phi[(ci, rm.pools[i].type)]] += 1
+            x, phi = rm.x.get((i, c.gpus)), rm.phi.get((ci, rm.pools[i].type))
+            if x is None or phi is None:  # a place the model cannot express: left waiting
+                v[rm.y[wid]] = 0.0
+                continue
+            v[x] += 1
+            v[phi] += 1
             continue
         for h in placement:
             if (e := rm.e.get(pool_of[h])) is not None:

@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from alloc.domain import WorkloadId
+from alloc.domain import Occupancy, WorkloadId
+from alloc.policy.contract import Standing
 from alloc.policy.weights import SPREAD_COST_PER_BLOCK, Tier
 from alloc.solve.arrays import INF, ArrayModel
 from alloc.solve.context import RoundContext
 from alloc.solve.milp_priority import precedence
 from alloc.solve.score import compaction_costs
+
+UNRESERVED = 1 << 30  # the level of work that may start on no reserved pool (spread gangs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +35,16 @@ class Pool:
     type: int
     block: int
     running: tuple[WorkloadId, ...]  # preemptible work on it (single-host pools only)
-    reserved: bool = False  # held back for a blocked gang: nothing starts here (section 8)
+    # 0, or held back for a blocked gang: j = the rank of its `ready_at` among the round's
+    # (1 = soonest); only work of a level below j starts here (backfill, section 8.5)
+    res: int = 0
+
+    @property
+    def reserved(self) -> bool:
+        return self.res > 0
+
+    def open_to(self, level: int) -> bool:
+        return self.res == 0 or self.res > level
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +54,8 @@ class RequestClass:
     single: bool
     block: bool
     members: tuple[WorkloadId, ...]  # queued workloads, in the round's order
+    # Reserved pools it may not start on: those of rank <= level (0: none; section 8.5)
+    level: int = 0
 
 
 @dataclass
@@ -67,7 +81,10 @@ def pools_of(ctx: RoundContext) -> list[Pool]:
             for h in s.workload.hosts:
                 running_on[hosts.index[h]].append(wid)
     free = hosts.cap - ctx.fixed_used
-    reserved = ctx.reserved if ctx.reserved is not None else np.zeros(hosts.count, bool)
+    reserved = np.zeros(hosts.count, np.int64)  # per host: 0, or its reservation's rank
+    if ctx.backfill is not None:
+        b = ctx.backfill
+        reserved[b.mask] = np.searchsorted(b.ends, b.until[b.mask]) + 1
     pools: list[Pool] = []
     ready = np.flatnonzero(hosts.ready)
     alone = np.array([h for h in ready if h in running_on], np.int64)
@@ -81,7 +98,7 @@ def pools_of(ctx: RoundContext) -> list[Pool]:
                 int(hosts.type_of[h]),
                 int(hosts.block_of[h]),
                 tuple(sorted(set(running_on[int(h)]))),
-                bool(reserved[h]),
+                int(reserved[h]),
             )
         )
     if len(shared):
@@ -99,25 +116,36 @@ def pools_of(ctx: RoundContext) -> list[Pool]:
         order = np.argsort(inverse, kind="stable")
         bounds = np.flatnonzero(np.r_[True, np.diff(inverse[order]) != 0, True])
         for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
-            block, gtype, cap, f, held = (int(v) for v in uniq[i])
+            block, gtype, cap, f, rank = (int(v) for v in uniq[i])
             if f > 0:
-                pools.append(Pool(shared[order[lo:hi]], cap, f, gtype, block, (), bool(held)))
+                pools.append(Pool(shared[order[lo:hi]], cap, f, gtype, block, (), rank))
     return pools
 
 
 def request_classes(ctx: RoundContext) -> list[RequestClass]:
-    members: dict[tuple[int, str | None, bool, bool], list[WorkloadId]] = defaultdict(list)
+    members: dict[tuple[int, str | None, bool, bool, int], list[WorkloadId]] = defaultdict(list)
     for wid in ctx.order:
         s = ctx.standings[wid]
         if s.workload.running:
             continue
         shape = ctx.shapes[wid]
-        key = (shape.gpus, s.workload.gpu_type, shape.single, shape.block)
+        key = (shape.gpus, s.workload.gpu_type, shape.single, shape.block, _level(ctx, s))
         members[key].append(wid)
     return [
-        RequestClass(g, t, single, block, tuple(ws))
-        for (g, t, single, block), ws in members.items()
+        RequestClass(g, t, single, block, tuple(ws), level)
+        for (g, t, single, block, level), ws in members.items()
     ]
+
+
+def _level(ctx: RoundContext, s: Standing) -> int:
+    """The reserved pools a queued workload may not start on (section 8.5): unallocated work
+    fills any; a reserving gang starts on none (it does not fit this round anyway)."""
+    b = ctx.backfill
+    if b is None or s.occupancy is Occupancy.UNALLOCATED:
+        return 0
+    if s.workload.id in b.gangs:
+        return len(b.ends)
+    return b.level(s.workload, ctx.snapshot.now)
 
 
 def build_model(ctx: RoundContext, warm: Iterable[WorkloadId] = ()) -> RoundModel:
@@ -199,18 +227,28 @@ def _pool_capacity(ctx: RoundContext, rm: RoundModel) -> None:
     free = np.array([p.free for p in pools], np.int64)
     gtype = np.array([p.type for p in pools], np.int64)
     first = np.array([int(p.hosts[0]) for p in pools], np.int64)
-    open_ = np.array([not p.reserved for p in pools], bool)  # reserved: nothing starts there
+    res = np.array([p.res for p in pools], np.int64)
     rows = mdl.rows("(1) pool capacity", len(pools), -INF, (count * free).astype(float))
     sizes: dict[int, list[int]] = defaultdict(list)  # pool -> its small sizes
     for s in sorted({c.gpus for c in rm.classes if c.single}):
-        types = np.array(
+        # Per GPU type, the least level of a class of this size: pools reserved at a rank
+        # above it are open (section 8.5).
+        least = np.array(
             [
-                any(c.single and c.gpus == s and _type_ok(ctx, c, t) for c in rm.classes)
+                min(
+                    (
+                        c.level
+                        for c in rm.classes
+                        if c.single and c.gpus == s and _type_ok(ctx, c, t)
+                    ),
+                    default=-1,
+                )
                 for t in range(len(ctx.hosts.types))
             ],
-            bool,
+            np.int64,
         )
-        take = np.flatnonzero((s < cap) & (s <= free) & types[gtype] & open_)
+        lv = least[gtype]
+        take = np.flatnonzero((s < cap) & (s <= free) & (lv >= 0) & ((res == 0) | (res > lv)))
         if len(take) == 0:
             continue
         var = mdl.variables(
@@ -220,21 +258,19 @@ def _pool_capacity(ctx: RoundContext, rm: RoundModel) -> None:
         for i, v in zip(take.tolist(), var.tolist(), strict=True):
             rm.x[(i, s)] = v
             sizes[i].append(s)
-    whole_types = np.array(
-        [any(_type_ok(ctx, c, t) for c in rm.classes) for t in range(len(ctx.hosts.types))], bool
-    )
     fits_whole = np.array(  # type: ignore[var-annotated]
         [
             any(
                 _type_ok(ctx, c, int(gtype[i]))
                 and (c.gpus == cap[i] if c.single else c.gpus > cap[i])
+                and pools[i].open_to(c.level)
                 for c in rm.classes
             )
             for i in range(len(pools))
         ],
         bool,
     )
-    take = np.flatnonzero((free == cap) & whole_types[gtype] & fits_whole & open_)
+    take = np.flatnonzero((free == cap) & fits_whole)
     var = mdl.variables(len(take), 0, count[take], 0.0, True)
     mdl.terms(rows[take], var, cap[take].astype(float))
     rm.e = dict(zip(take.tolist(), var.tolist(), strict=True))
@@ -263,7 +299,10 @@ def _pool_capacity(ctx: RoundContext, rm: RoundModel) -> None:
 
 def _class_demand(ctx: RoundContext, rm: RoundModel) -> None:
     """(2) each class's started members go somewhere; (3) small slots; (4) whole hosts per
-    region; (5) spread gangs on what the regions leave over."""
+    region; (5) spread gangs on what the regions leave over. Reserved pools are open to a
+    class by its level (section 8.5); the pools open to a level shrink as it grows, so one row
+    per level present (the classes of that level or above within the pools open to it) is
+    exactly what a placement needs."""
     mdl = rm.model
     pools = rm.pools
     _, whole_cost = compaction_costs(ctx)
@@ -271,12 +310,15 @@ def _class_demand(ctx: RoundContext, rm: RoundModel) -> None:
     for i in rm.e:
         p = pools[i]
         region_pools[(p.block, p.type, p.cap)].append(i)
-    region_hosts = {r: sum(len(pools[i].hosts) for i in ps) for r, ps in region_pools.items()}
+
+    def hosts_open(region: tuple[int, int, int], level: int) -> int:
+        return sum(len(pools[i].hosts) for i in region_pools[region] if pools[i].open_to(level))
+
     region_cost = {r: whole_cost[int(pools[ps[0]].hosts[0])] for r, ps in region_pools.items()}
     small_types = defaultdict(set)  # size -> types with slots
     for i, s in rm.x:
         small_types[s].add(pools[i].type)
-    in_region: dict[tuple[int, int, int], list[tuple[int, float]]] = defaultdict(list)
+    in_region: dict[tuple[int, int, int], list[tuple[int, float, int]]] = defaultdict(list)
     spread: dict[tuple[int, int], list[tuple[int, float]]] = defaultdict(list)
     for ci, c in enumerate(rm.classes):
         demand = mdl.rows("(2) class demand", 1, 0.0, 0.0)
@@ -284,24 +326,31 @@ def _class_demand(ctx: RoundContext, rm: RoundModel) -> None:
         supply: list[int] = []
         if c.single:
             for t in sorted(small_types.get(c.gpus, ())):
-                if _type_ok(ctx, c, t):
+                if _type_ok(ctx, c, t) and any(
+                    pools[i].type == t and pools[i].open_to(c.level)
+                    for i, size in rm.x
+                    if size == c.gpus
+                ):
                     rm.phi[(ci, t)] = v = int(mdl.variables(1, 0, len(c.members), 0.0, False)[0])
                     supply.append(v)
-        for region, hosts_there in region_hosts.items():
+        for region in region_pools:
             _, t, cap = region
             need = _hosts_needed(c, cap)
             fits = c.gpus == cap if c.single else c.gpus > cap
-            if not (_type_ok(ctx, c, t) and fits and hosts_there >= need):
+            if not (_type_ok(ctx, c, t) and fits):
+                continue
+            hosts_there = hosts_open(region, c.level)
+            if hosts_there < need:
                 continue
             ub = min(len(c.members), hosts_there // need)
             cost = -need * cap * region_cost[region]
             rm.n[(ci, region)] = v = int(mdl.variables(1, 0, ub, cost, True)[0])
-            in_region[region].append((v, float(need)))
+            in_region[region].append((v, float(need), c.level))
             supply.append(v)
         if not c.single and not c.block:
-            for t, cap in sorted({(r[1], r[2]) for r in region_hosts}):
+            for t, cap in sorted({(r[1], r[2]) for r in region_pools}):
                 need = -(-c.gpus // cap)
-                total = sum(n for r, n in region_hosts.items() if r[1:] == (t, cap))
+                total = sum(hosts_open(r, UNRESERVED) for r in region_pools if r[1:] == (t, cap))
                 if _type_ok(ctx, c, t) and cap < c.gpus and total >= need:
                     v = int(mdl.variables(1, 0, len(c.members), -SPREAD_COST_PER_BLOCK, True)[0])
                     rm.m[(ci, (t, cap))] = v
@@ -311,24 +360,35 @@ def _class_demand(ctx: RoundContext, rm: RoundModel) -> None:
 
     for s, types in small_types.items():
         for t in types:
-            flows = [v for (ci, tt), v in rm.phi.items() if tt == t and rm.classes[ci].gpus == s]
-            if not flows:
-                continue
-            slots = [v for (i, ss), v in rm.x.items() if ss == s and pools[i].type == t]
-            row = mdl.rows("(3) small slots", 1, -INF, 0.0)
-            mdl.terms(np.full(len(flows), row[0]), np.array(flows), 1.0)
-            mdl.terms(np.full(len(slots), row[0]), np.array(slots), -1.0)
+            flows = [
+                (v, rm.classes[ci].level)
+                for (ci, tt), v in rm.phi.items()
+                if tt == t and rm.classes[ci].gpus == s
+            ]
+            slots = [(v, pools[i]) for (i, ss), v in rm.x.items() if ss == s and pools[i].type == t]
+            for level in sorted({lv for _, lv in flows}):
+                row = mdl.rows("(3) small slots", 1, -INF, 0.0)
+                mine = [v for v, lv in flows if lv >= level]
+                there = [v for v, p in slots if p.open_to(level)]
+                mdl.terms(np.full(len(mine), row[0]), np.array(mine, np.int64), 1.0)
+                mdl.terms(np.full(len(there), row[0]), np.array(there, np.int64), -1.0)
 
     for region, members in region_pools.items():
         _, t, cap = region
-        row = mdl.rows("(4) region whole hosts", 1, -INF, 0.0)
-        mdl.terms(np.full(len(members), row[0]), np.array([rm.e[i] for i in members]), -1.0)
-        for var, hosts_each in in_region[region]:
-            mdl.terms(row, np.array([var]), hosts_each)
+        a = None
         if (t, cap) in spread:
             a = int(mdl.variables(1, 0, INF, -cap * region_cost[region], False)[0])
             rm.a[region] = a
-            mdl.terms(row, np.array([a]), 1.0)
+        levels = {lv for _, _, lv in in_region[region]} | ({UNRESERVED} if a is not None else set())
+        for level in sorted(levels):
+            row = mdl.rows("(4) region whole hosts", 1, -INF, 0.0)
+            there = [rm.e[i] for i in members if pools[i].open_to(level)]
+            mdl.terms(np.full(len(there), row[0]), np.array(there, np.int64), -1.0)
+            for var, hosts_each, lv in in_region[region]:
+                if lv >= level:
+                    mdl.terms(row, np.array([var]), hosts_each)
+            if a is not None:  # spread gangs take unreserved hosts only: the highest level
+                mdl.terms(row, np.array([a]), 1.0)
     for (t, cap), gangs in spread.items():
         row = mdl.rows("(5) spread whole hosts", 1, -INF, 0.0)
         for var, hosts_each in gangs:

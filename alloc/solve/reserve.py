@@ -19,15 +19,20 @@ alone (no state between rounds):
 - at most `MAX_RESERVED_SHARE` of the ready hosts are reserved in one round.
 
 On reserved hosts no allocated workload starts this round (the gang itself cannot: it does not
-fit); unallocated work may fill their idle GPUs (it yields at once), and running work there is
-decided as anywhere else. Once enough protections have ended the gang can start, the
-reservation lapses, and the gang competes in fair-share order like any workload (if entitled,
-it displaces work beyond its entitlement and unallocated work).
+fit) but *backfill*: allocated work whose minimum runtime ends by the reservation's `ready_at`
+(models/round.md 8.5). Such a start names the gangs whose hosts it takes (`backfill_for`);
+once past its minimum runtime it holds its GPUs as over its entitlement while any of them
+waits, so the gang, entitled, displaces it when its hosts were promised. Unallocated work may
+fill their idle GPUs (it yields at once), and running work there is decided as anywhere else.
+Once enough protections have ended the gang can start, the reservation lapses, and the gang
+competes in fair-share order like any workload (if entitled, it displaces work beyond its
+entitlement, the backfill among it, and unallocated work).
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -35,8 +40,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from alloc.domain import BudgetPath, Occupancy, Reason, Snapshot, WorkloadId
-from alloc.policy.contract import Standing
+from alloc.domain import BudgetPath, Occupancy, Reason, Snapshot, Workload, WorkloadId
+from alloc.policy.contract import Standing, runtime_delta
 from alloc.policy.fairshare import window_ratios
 from alloc.solve.placement import place
 from alloc.solve.problem import HostArrays, Shape, shape_of
@@ -119,6 +124,63 @@ def reserved_mask(held: tuple[Held, ...], hosts: HostArrays) -> np.ndarray:
     for r in held:
         mask[list(r.hosts)] = True
     return mask
+
+
+class Reserved:
+    """The round's reservations as host arrays, for backfill (models/round.md 8.5): a queued
+    allocated workload other than their gangs may start on a reserved host only if its minimum
+    runtime ends by the host's `ready_at`. Reservations are disjoint: each host has one."""
+
+    def __init__(self, held: tuple[Held, ...], hosts: HostArrays) -> None:
+        self.held = held
+        self.gangs = frozenset(r.workload for r in held)
+        self.mask = reserved_mask(held, hosts)
+        self.until = np.full(hosts.count, math.inf)  # each reserved host's ready_at
+        self.gang_of: dict[int, WorkloadId] = {}
+        for r in held:
+            self.until[list(r.hosts)] = r.ready_at.timestamp()
+            for h in r.hosts:
+                self.gang_of[h] = r.workload
+        self.ends = sorted({r.ready_at.timestamp() for r in held})
+        self._blocked: dict[int, np.ndarray] = {}
+        self._shapes: dict[tuple[int, int], Shape] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.held)
+
+    def level(self, w: Workload, now: datetime) -> int:
+        """How many of the distinct `ready_at`s come before `w`'s protection would end if it
+        started `now`: it may backfill the reservations of the others (0: all of them)."""
+        ends = (now + runtime_delta(w.min_runtime_s)).timestamp()
+        return bisect_left(self.ends, ends - 1e-6)  # a protection ending at ready_at is fine
+
+    def blocked(self, level: int) -> np.ndarray:
+        """The reserved hosts work of this level may not start on."""
+        mask = self._blocked.get(level)
+        if mask is None:
+            cut = self.ends[level - 1] if level else -math.inf
+            mask = self._blocked[level] = self.mask & (self.until <= cut)
+        return mask
+
+    def shape_for(self, w: Workload, shape: Shape, now: datetime) -> Shape:
+        """Where queued allocated `w` (not a reserving gang) may start `now`: off the reserved
+        hosts it may not backfill; one Shape object per shape and level."""
+        level = self.level(w, now)
+        if level == 0:
+            return shape
+        key = (id(shape), level)
+        out = self._shapes.get(key)
+        if out is None:
+            out = self._shapes[key] = off_reserved(shape, self.blocked(level))
+        return out
+
+    def held_at(self, host: int) -> datetime:
+        """The `ready_at` of the reservation holding `host`."""
+        return datetime.fromtimestamp(float(self.until[host]), UTC)
+
+    def backfill_for(self, placement: Mapping[int, int]) -> tuple[WorkloadId, ...]:
+        """The gangs whose reserved hosts a start takes (none: it is not backfill)."""
+        return tuple(sorted({self.gang_of[h] for h in placement if h in self.gang_of}))
 
 
 def _candidates(

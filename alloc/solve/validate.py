@@ -29,7 +29,7 @@ from alloc.solve.across import entitlement_problems
 from alloc.solve.memo import RoundMemo
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shapes_of
-from alloc.solve.reserve import Held, off_reserved, reservations
+from alloc.solve.reserve import Held, Reserved, off_reserved, reservations
 
 
 def validate(
@@ -227,33 +227,67 @@ def _free_after(hosts: HostArrays, used: np.ndarray) -> np.ndarray:
     return np.where(hosts.ready, np.maximum(hosts.cap - used, 0), 0)
 
 
-def _reservations(snapshot, hosts, plan, rest, st, due) -> tuple[np.ndarray, list[str]]:  # type: ignore[no-untyped-def]
+def _reservations(snapshot, hosts, plan, rest, st, due) -> tuple[Reserved, list[str]]:  # type: ignore[no-untyped-def]
     """Hosts the plan holds back for blocked gangs (models/round.md 8). Optional: a plan need
     not reserve, but each reservation it declares must be the rule's own, recomputed here, and
-    no allocated work may start on its hosts. Returns the reserved hosts and the problems."""
-    mask = np.zeros(hosts.count, bool)
-    if not plan.reservations:
-        return mask, []
+    no allocated work may start on its hosts but backfill (8.5): a start whose protection ends
+    by the host's `ready_at`, naming the gangs whose hosts it takes. Returns the reservations
+    and the problems."""
     out = []
-    rule_of = {r.workload: r for r in (reservations(snapshot, st, hosts) if due is None else due)}
-    for r in plan.reservations:
-        rule = rule_of.get(r.workload)
-        if rule is None or {hosts.names[h] for h in rule.hosts} != set(r.hosts):
-            out.append(f"{r.workload}: reserves {', '.join(r.hosts)}, which the rule does not (8)")
-            continue
-        mask[list(rule.hosts)] = True
+    held: list[Held] = []
+    if plan.reservations:
+        rule_of = {
+            r.workload: r for r in (reservations(snapshot, st, hosts) if due is None else due)
+        }
+        for r in plan.reservations:
+            rule = rule_of.get(r.workload)
+            if rule is None or {hosts.names[h] for h in rule.hosts} != set(r.hosts):
+                out.append(
+                    f"{r.workload}: reserves {', '.join(r.hosts)}, which the rule does not (8)"
+                )
+                continue
+            held.append(rule)
+    reserved = Reserved(tuple(held), hosts)
     for d in rest:
-        if d.action is not Action.START or d.occupancy is not Occupancy.ALLOCATED:
+        if d.action is not Action.START:
             continue
-        for h in d.hosts:
-            if mask[hosts.index[h]]:
-                out.append(f"{d.workload}: starts on {h}, which is reserved for a gang (8)")
-    return mask, out
+        placement = {hosts.index[h]: g for h, g in d.hosts.items()}
+        lease = reserved.backfill_for(placement) if d.occupancy is Occupancy.ALLOCATED else ()
+        if d.backfill_for != lease:
+            out.append(
+                f"{d.workload}: starts as backfill for {list(d.backfill_for)}, but the hosts "
+                f"it takes are reserved for {list(lease)} (a start names them: 8.5)"
+            )
+        if not lease:
+            continue
+        w = snapshot.by_id[d.workload]
+        blocked = (
+            reserved.blocked(reserved.level(w, snapshot.now))
+            if w.id not in reserved.gangs
+            else None
+        )
+        for h, i in zip(d.hosts, placement, strict=True):
+            if i in reserved.gang_of and (blocked is None or blocked[i]):
+                out.append(
+                    f"{d.workload}: starts on {h}, which is reserved for a gang "
+                    f"({reserved.gang_of[i]}, ready at {reserved.held_at(i).isoformat()}) "
+                    "before its minimum runtime ends (8.5)"
+                )
+    return reserved, out
+
+
+def _waiting_shape(reserved: Reserved, w: Workload, shape, now):  # type: ignore[no-untyped-def]
+    """Where waiting allocated `w` could start under the plan's reservations (8.5)."""
+    if not reserved:
+        return shape
+    if w.id in reserved.gangs:
+        return off_reserved(shape, reserved.mask)
+    return reserved.shape_for(w, shape, now)
 
 
 def _unallocated_yields(snapshot, hosts, rest, used, st, reserved) -> list[str]:  # type: ignore[no-untyped-def]
     """(4) Unallocated work never holds GPUs a waiting allocated workload could use (not those
-    of reserved hosts: section 8)."""
+    of reserved hosts it may not backfill: section 8)."""
     at: list[int] = []
     gpus: list[int] = []
     asked: list[Decision] = []  # allocated work waiting or preempted: could it have used them?
@@ -274,10 +308,12 @@ def _unallocated_yields(snapshot, hosts, rest, used, st, reserved) -> list[str]:
     if not unallocated.any():
         return []
     room = _free_after(hosts, used - unallocated)
-    room_to_start = np.where(reserved, 0, room)
     waiting = [snapshot.by_id[d.workload] for d in asked if d.action is Action.WAIT]
-    shapes = shapes_of(waiting, hosts)
-    fits = {id(sh): place(sh, room_to_start, hosts) is not None for sh in shapes.values()}
+    shapes = {
+        wid: _waiting_shape(reserved, snapshot.by_id[wid], sh, snapshot.now)
+        for wid, sh in shapes_of(waiting, hosts).items()
+    }
+    fits = {id(sh): place(sh, room, hosts) is not None for sh in shapes.values()}
     out = []
     for d in asked:
         w = snapshot.by_id[d.workload]
@@ -295,7 +331,7 @@ def _unallocated_yields(snapshot, hosts, rest, used, st, reserved) -> list[str]:
 def _priority_order(snapshot, hosts, rest, used, reserved) -> list[str]:  # type: ignore[no-untyped-def]
     """(6) Inside one budget node, no start ahead of a waiting higher-priority workload that
     fits in its place (compared within one occupancy class; see models/round.md). Under the
-    plan's reservations an allocated workload fits only off reserved hosts (section 8)."""
+    plan's reservations an allocated workload fits only where it may backfill (section 8.5)."""
     starts = defaultdict(list)
     waits = defaultdict(list)
     for d in rest:
@@ -307,12 +343,12 @@ def _priority_order(snapshot, hosts, rest, used, reserved) -> list[str]:  # type
             waits[key].append(w)
     free = _free_after(hosts, used)
     shapes = shapes_of((w for ws in waits.values() for w in ws), hosts)
-    if reserved.any():
+    if reserved:
         for (_, occupancy), ws in waits.items():
             if occupancy is not Occupancy.ALLOCATED:
                 continue
             for w in ws:
-                shapes[w.id] = off_reserved(shapes[w.id], reserved)
+                shapes[w.id] = _waiting_shape(reserved, w, shapes[w.id], snapshot.now)
     out = []
     for key, started in starts.items():
         by_level: dict[int, tuple[list, PlaceIndex]] = {}
