@@ -1,5 +1,6 @@
 """Impact benchmarks (issue 15): `.venv/bin/python -m benchmarks.impact [--days 30]
-[--seeds 1,2,3,4,5] [--policies milp,greedy,fairshare-sort] [--only LABEL,...] [--workers 2]`.
+[--seeds 1,2,3,4,5] [--policies milp,greedy,fairshare-sort] [--only LABEL,...] [--workers 2]
+[--philly [--philly-days 110]]`.
 
 The synthetic 1,024-GPU lab (alloc.sim.synthetic) for 30 days, seeds 1-5, under the round
 allocator (`milp`, `greedy`) and the published design (`fairshare-sort`), each run a fresh
@@ -10,7 +11,9 @@ occupancy while work is queued, p90 waits by class, large jobs never started, GP
 destroyed by preemption over GPU-hours delivered, invariant violations. The figures and
 issue 15's targets are written between markers into benchmarks/RESULTS.md (raw runs into
 results-impact.json; `--only` keeps the other runs' figures; `--render` rewrites the section from
-results-impact.json and benchmarks/impact-notes.md without running anything).
+results-impact.json and benchmarks/impact-notes.md without running anything). `--philly`
+runs the Philly replay at 2 GPUs a node instead, one run per policy, shown in a table of its
+own (Philly's data is CC BY 4.0; credited under the table).
 """
 
 from __future__ import annotations
@@ -34,6 +37,31 @@ SEEDS = (1, 2, 3, 4, 5)
 
 def label(policy: str, seed: int) -> str:
     return f"synthetic-s{seed}/{policy}"
+
+
+def philly_specs(days: float, policies: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The Philly trace at 2 GPUs a node (`benchmarks.simulation`'s philly-2gpu: at 8 a node
+    it offers ~13% load, nothing to compare), one run per policy (the trace is fixed)."""
+    import subprocess
+
+    from alloc.traces.philly import ATTRIBUTION
+    from benchmarks.simulation import REPO, TRACES
+
+    folder = OUT / "philly-2gpu"
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [str(REPO / ".venv" / "bin" / "alloc"), "trace", "import", "philly",
+         str(TRACES / "philly-sia"), "-o", str(folder / "trace.csv"), "--lab",
+         str(folder / "lab.yaml"), "--gpus-per-node", "2"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    lab = (folder / "lab.yaml").read_text(encoding="utf-8")
+    return [
+        dict(label=f"philly-2gpu/{policy}", lab_yaml=lab, lab_file="philly-2gpu lab",
+             policy=policy, days=days, out=str(OUT / f"philly-2gpu-{policy}"),
+             trace=str(folder / "trace.csv"), credit=ATTRIBUTION)
+        for policy in policies
+    ]  # fmt: skip
 
 
 def specs(days: float, seeds: tuple[int, ...], policies: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -121,7 +149,9 @@ def median(
     return statistics.median(values) if values else None
 
 
-def render(results: dict[str, dict[str, Any]], machine_line: str, when: str) -> str:
+def render(every: dict[str, dict[str, Any]], machine_line: str, when: str) -> str:
+    results = {k: r for k, r in every.items() if k.startswith("synthetic-s")}
+    philly = {k: r for k, r in every.items() if k.startswith("philly-2gpu/")}
     policies = [p for p in POLICIES if any(k.endswith("/" + p) for k in results)]
     seeds = sorted({int(k.split("/")[0].removeprefix("synthetic-s")) for k in results})
     lines = [
@@ -237,11 +267,41 @@ def render(results: dict[str, dict[str, Any]], machine_line: str, when: str) -> 
             f"{_fmt(preempted_share(r), 'pct')} | {r.get('invariant_violations')} | "
             f"{_fmt(r.get('wall_seconds'), 'n')} |"
         )
+    lines += _philly_table(philly)
     notes = HERE / "impact-notes.md"  # the written reading of these figures, kept by hand
     if notes.exists():
         lines += ["", notes.read_text(encoding="utf-8").rstrip()]
     lines += [MARKERS[1]]
     return "\n".join(lines) + "\n"
+
+
+def _philly_table(philly: dict[str, dict[str, Any]]) -> list[str]:
+    """The same figures side by side on the Philly replay at 2 GPUs a node (issue 15)."""
+    if not philly:
+        return []
+    from alloc.traces.philly import ATTRIBUTION
+
+    policies = [p for p in POLICIES if f"philly-2gpu/{p}" in philly]
+    days = sorted({r.get("days") for r in philly.values()})
+    lines = [
+        "",
+        f"Philly replay at 2 GPUs a node ({', '.join(f'{d:g}' for d in days if d)} days; one "
+        "run per policy, the trace is fixed; `python -m benchmarks.impact --philly`):",
+        "",
+        "| figure | " + " | ".join(policies) + " |",
+        "|---|" + "---|" * len(policies),
+    ]
+    for name, read, unit in FIGURES:
+        cells = [_fmt(read(philly[f"philly-2gpu/{p}"]), unit) for p in policies]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    commits = sorted({r.get("commit", "?") for r in philly.values()})
+    lines += [
+        "",
+        "Runs at commit(s): " + ", ".join(commits) + ".",
+        "",
+        f"Philly rows: {ATTRIBUTION}.",
+    ]
+    return lines
 
 
 def main() -> None:
@@ -255,6 +315,10 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated run labels, e.g. synthetic-s2/greedy")
     parser.add_argument("--workers", type=int, default=2, help="runs at a time")
     parser.add_argument("--render", action="store_true", help="rewrite the section only")
+    parser.add_argument(
+        "--philly", action="store_true", help="the Philly replay at 2 GPUs a node instead"
+    )
+    parser.add_argument("--philly-days", type=float, default=110.0)
     args = parser.parse_args()
     raw = HERE / "results-impact.json"
     if args.render:
@@ -263,7 +327,11 @@ def main() -> None:
         return
     seeds = tuple(int(s) for s in args.seeds.split(","))
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
-    todo = specs(args.days, seeds, policies)
+    todo = (
+        philly_specs(args.philly_days, policies)
+        if args.philly
+        else specs(args.days, seeds, policies)
+    )
     if args.only:
         wanted = set(args.only.split(","))
         todo = [s for s in todo if s["label"] in wanted]

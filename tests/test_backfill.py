@@ -50,16 +50,15 @@ def _start(queued: list[dict]) -> dict:
     return instance(hosts=HOSTS, workloads=running + queued, usage=USAGE)
 
 
-def test_short_work_backfills_a_reserved_host_and_names_the_gang(solver):
-    snap = snapshot_of(
-        _start(
-            [
-                workload("a-gang", 16, "a", "4h", submitted=ago(minutes=30)),
-                workload("b-long", 8, "b", "3h", submitted=ago(minutes=20)),
-                workload("b-short", 8, "b", "1h", submitted=ago(minutes=10)),
-            ]
-        )
-    )
+QUEUED = [
+    workload("a-gang", 16, "a", "4h", submitted=ago(minutes=30)),
+    workload("b-long", 8, "b", "3h", submitted=ago(minutes=20)),
+    workload("b-short", 8, "b", "1h", submitted=ago(minutes=10)),
+]
+
+
+def test_short_work_backfills_a_reserved_host_and_names_the_gang(solver, tmp_path):
+    snap = snapshot_of(_start(QUEUED))
     plan = solve_checked(snap, solver)
     (r,) = plan.reservations
     assert r.workload == GANG and set(r.hosts) == {"h1", "h2"}
@@ -73,29 +72,13 @@ def test_short_work_backfills_a_reserved_host_and_names_the_gang(solver):
     assert dict(plan.decision(WorkloadId("b-long")).hosts) == {"h4": 8}
     assert plan.decision(WorkloadId("u-fill")).reason is Reason.UNALLOCATED_DISPLACED
     # The lease travels in the plan file.
-    assert load_plan_text(dump_plan(plan)).decision(WorkloadId("b-short")).backfill_for == (GANG,)
-
-
-def load_plan_text(text: str, tmp=None):  # type: ignore[no-untyped-def]
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "plan.json"
-        path.write_text(text)
-        return load_plan(path)
+    (tmp_path / "plan.json").write_text(dump_plan(plan))
+    read = load_plan(tmp_path / "plan.json")
+    assert read.decision(WorkloadId("b-short")).backfill_for == (GANG,)
 
 
 def test_validate_rejects_backfill_that_outlasts_the_reservation_or_hides_it(solver):
-    snap = snapshot_of(
-        _start(
-            [
-                workload("a-gang", 16, "a", "4h", submitted=ago(minutes=30)),
-                workload("b-long", 8, "b", "3h", submitted=ago(minutes=20)),
-                workload("b-short", 8, "b", "1h", submitted=ago(minutes=10)),
-            ]
-        )
-    )
+    snap = snapshot_of(_start(QUEUED))
     plan = solve_checked(snap, solver)
 
     def with_decision(d):  # type: ignore[no-untyped-def]
