@@ -185,6 +185,21 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
             f"{w.budget} holds {held} allocated GPUs after this round; its entitlement "
             f"is {ctx.share.entitlement_gpus.get(w.budget, 0)}"
         )
+    sliced = ctx.share.time_sliced.get(wid)
+    if sliced is not None and w.budget:
+        excess, cost = sliced
+        behind = (
+            (1 - ctx.share.ratios[w.budget])
+            * ctx.snapshot.budgets.effective_allocation(w.budget)
+            * ctx.share.capacity_gpu_hours
+        )
+        out.append(
+            f"time slicing across the window (models/round.md 2.5): {w.budget} is "
+            f"{behind:,.0f} GPU-h behind its share over the window, so it may hold {excess:g} "
+            f"GPUs beyond its entitlement for this workload's minimum runtime ({cost:,.0f} "
+            "GPU-h, paid from what other nodes used beyond their shares); its entitlement "
+            "along the path is raised to what it holds, and it pays it back as its ratio rises"
+        )
     if d.occupancy is Occupancy.UNALLOCATED and d.action is Action.WAIT:
         idle = int(_free_after(ctx, plan).sum())
         out.append(

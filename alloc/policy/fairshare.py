@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from alloc.domain import (
@@ -35,6 +35,7 @@ from alloc.domain import (
 )
 from alloc.policy.contract import Standing, is_funded
 from alloc.policy.entitlement import entitlements
+from alloc.policy.timeslice import TimeSlicing
 
 
 def aggregate_usage(
@@ -77,6 +78,10 @@ class FairShare:
     # Per node (subtree totals): GPUs of protected work plus those of the ordered candidates,
     # i.e. what the projection has charged once the whole order is granted.
     demand_gpus: Mapping[BudgetPath, float]
+    # Entitled by time slicing across the window (2.5): GPUs beyond entitlement, cost GPU-h
+    time_sliced: Mapping[WorkloadId, tuple[float, float]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 def window_ratios(snapshot: Snapshot) -> tuple[dict[BudgetPath, float], dict[BudgetPath, float]]:
@@ -200,6 +205,9 @@ def fair_share(
     # entitlement cannot take what its parent's other children are entitled to.
     counted: dict[BudgetPath, float] = defaultdict(float, protected_gpus)
     by_id = snapshot.by_id
+    slicing = TimeSlicing(snapshot, usage)
+    passed_over: set[BudgetPath] = set()  # leaves with a candidate left beyond entitlement
+    sliced_by: dict[WorkloadId, tuple[float, float]] = {}
     for w, at_grant in projected.order():
         order.append(w.id)
         grant_ratios[w.id] = at_grant
@@ -216,14 +224,30 @@ def fair_share(
         # than a team's share), within what the nodes above it are entitled to.
         behind = held[leaf] == 0 and ratios[leaf] < 1.0
         above = all(counted[p] + w.gpus <= entitled_gpus.get(p, 0.0) + 1e-9 for p in path[:-1])
-        if (within or behind) and above:
-            entitled.add(w.id)
-            committed += w.gpus
-            held[leaf] += w.gpus
+        sliced = False
+        if not ((within or behind) and above):
+            # Time slicing across the window (2.5, TS3): the leaf's first candidate beyond
+            # entitlement, paid for by the leaf's deficit and the others' surplus.
+            if leaf in passed_over:
+                continue
+            passed_over.add(leaf)
+            excess = max(counted[p] + w.gpus - entitled_gpus.get(p, 0.0) for p in path)
+            paid = 0.0 if w.running else w.min_runtime_s  # TS4: keeping costs nothing
+            if not slicing.affords(leaf, excess, paid):
+                continue
+            slicing.take(leaf, excess, paid)
+            sliced_by[w.id] = (excess, slicing.cost(excess, paid))
+            sliced = True
+        entitled.add(w.id)
+        committed += w.gpus
+        held[leaf] += w.gpus
+        for p in path:
+            counted[p] += w.gpus
+        if sliced:  # every node on its path is entitled to what it then holds
             for p in path:
-                counted[p] += w.gpus
-            if not within:  # time slicing: the leaf is entitled to it this round
-                entitled_gpus[leaf] = counted[leaf]
+                entitled_gpus[p] = max(entitled_gpus.get(p, 0.0), counted[p])
+        elif not within:  # time slicing: the leaf is entitled to it this round
+            entitled_gpus[leaf] = counted[leaf]
     entitlement = {p: int(round(g)) for p, g in entitled_gpus.items()}
 
     by_budget: dict[BudgetPath | None, tuple[float, ...]] = {}  # a leaf's ratios, once
@@ -254,6 +278,7 @@ def fair_share(
         grant_ratios=MappingProxyType(grant_ratios),
         unallocated_order=tuple(w.id for w in unallocated),
         demand_gpus=MappingProxyType(demand),
+        time_sliced=MappingProxyType(sliced_by),
     )
 
 

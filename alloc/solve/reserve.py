@@ -9,9 +9,10 @@ alone (no state between rounds):
 - a *candidate* is a queued allocated multi-host gang that fits the empty ready cluster but
   that protected work keeps from starting this round (so no solver could start it), whose
   leaf is owed (effective allocation x ready GPUs) at least its GPUs plus the allocated GPUs
-  the leaf holds now, so that it is entitled to start once its hosts free, and has used less
-  than its share over the window (ratio below 1); one per leaf, its first by priority and
-  submission; candidates go lowest ratio first;
+  the leaf holds now (or time slicing pays for the excess: models/round.md 2.5), so that it is
+  entitled to start once its hosts free, and has used less than its share over the window
+  (ratio below 1); one per leaf, its first by priority and submission; candidates go lowest
+  ratio first;
 - its hosts are the ones of its shape where protected work ends soonest (a host without
   protected work: now), in one block for topology `block`,
   disjoint from earlier reservations; `ready_at` is the latest of those protection ends;
@@ -43,6 +44,7 @@ import numpy as np
 from alloc.domain import BudgetPath, Occupancy, Reason, Snapshot, Workload, WorkloadId
 from alloc.policy.contract import Standing, runtime_delta
 from alloc.policy.fairshare import window_ratios
+from alloc.policy.timeslice import TimeSlicing
 from alloc.solve.placement import place
 from alloc.solve.problem import HostArrays, Shape, shape_of
 
@@ -197,6 +199,8 @@ def _candidates(
             running[s.workload.budget] += s.workload.gpus
     first: dict[BudgetPath, Standing] = {}
     gangs: list[Standing] = []
+    usage, ratios = window_ratios(snapshot)
+    slicing = TimeSlicing(snapshot, usage)
     for s in st.values():
         w = s.workload
         if w.running or s.occupancy is not Occupancy.ALLOCATED or w.gpus <= largest:
@@ -205,12 +209,16 @@ def _candidates(
         # Entitled to it once its hosts free: what the leaf holds plus the gang within what
         # it is owed (else the hosts would idle for a gang that cannot start when they free).
         owed = snapshot.budgets.effective_allocation(w.budget) * ready_gpus
-        if running[w.budget] + w.gpus > owed + 1e-9:  # float error: 26.999... is 27
+        excess = running[w.budget] + w.gpus - owed
+        # float error: 26.999... is 27; beyond: time slicing may entitle it (2.5, TS3)
+        if excess > 1e-9 and not slicing.affords(w.budget, excess, w.min_runtime_s):
             if why_not is not None:
                 why_not[w.id] = (
                     f"{w.budget} is owed {owed:.0f} GPUs (its effective allocation x the ready "
                     f"GPUs) and holds {running[w.budget]} allocated GPUs: with its {w.gpus} it "
-                    "would be beyond what it is owed, so hosts held for it could idle in vain"
+                    "would be beyond what it is owed, so hosts held for it could idle in vain "
+                    f"(time slicing does not pay for the {excess:.0f} GPUs beyond: "
+                    "models/round.md 2.5)"
                 )
             continue
         gangs.append(s)
@@ -219,7 +227,6 @@ def _candidates(
             first[w.budget] = s
     if not first:
         return []
-    _, ratios = window_ratios(snapshot)
     empty = np.where(hosts.ready, hosts.cap, 0)
     out = []
     for budget, s in sorted(first.items(), key=lambda kv: (ratios[kv[0]], _team_key(kv[1]))):
