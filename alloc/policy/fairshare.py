@@ -233,11 +233,29 @@ def fair_share(
             passed_over.add(leaf)
             excess = max(counted[p] + w.gpus - entitled_gpus.get(p, 0.0) for p in path)
             paid = 0.0 if w.running else w.min_runtime_s  # TS4: keeping costs nothing
-            if not slicing.affords(leaf, excess, paid):
+            # TS2: the GPUs come out of what leaves ahead of their share over the window are
+            # still entitled to and have not been granted, furthest ahead first.
+            givers = [
+                (ratios[g], g)
+                for g in slicing.deficit
+                if slicing.deficit[g] < 0 and entitled_gpus.get(g, 0.0) - counted[g] > 1e-9
+            ]
+            spare = sum(entitled_gpus[g] - counted[g] for _, g in givers)
+            if excess > spare + 1e-9 or not slicing.affords(leaf, excess, paid):
                 continue
             slicing.take(leaf, excess, paid)
             sliced_by[w.id] = (excess, slicing.cost(excess, paid))
             sliced = True
+            mine = set(path)
+            left = excess
+            for _, g in sorted(givers, reverse=True):
+                give = min(left, entitled_gpus[g] - counted[g])
+                for p in path_prefixes(g):
+                    if p not in mine:  # a node above both keeps its entitlement
+                        entitled_gpus[p] -= give
+                left -= give
+                if left <= 1e-9:
+                    break
         entitled.add(w.id)
         committed += w.gpus
         held[leaf] += w.gpus

@@ -9,8 +9,11 @@ TS1. A leaf's *deficit* is what it is owed over the window less what it was char
      `D(L) = A(L) x W - U(L)` GPU-hours (A its effective allocation, W the window capacity).
 TS2. The round's *slicing budget* is what other leaves were charged beyond their share over
      the window: `S = sum over funded leaves of max(0, U(l) - A(l) x W)`; the GPUs a
-     time-sliced grant takes come from the end of the fair-share order, and over the window
-     those leaves have at least this much to give before they are below what they are owed.
+     time-sliced grant holds beyond entitlement come out of the entitlement that leaves ahead
+     of their share still have ungranted this round (furthest ahead first: their entitlement,
+     and that of their nodes not above the grant, is lowered), so no leaf behind its share
+     loses any of its entitlement, and over the window the leaves ahead have at least S to
+     give before they are below what they are owed.
 TS3. A candidate beyond the entitlement of its leaf (or of a node above it) is entitled by
      time slicing when it is its leaf's first such candidate in the order (priority inside the
      node stays the node's own order: invariant 6), it fits the ready capacity with everything

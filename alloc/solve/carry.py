@@ -266,12 +266,10 @@ class PassState:
         """Where a queued workload may start: its shape, without the reserved hosts allocated
         work other than the gangs they are held for may not backfill (models/round.md 8.5)."""
         own = self.own_shape(q)
-        if (
-            self.reserved is None
-            or q.occupancy is not Occupancy.ALLOCATED
-            or q.workload.id in self.gangs
-        ):
+        if self.reserved is None or q.occupancy is not Occupancy.ALLOCATED:
             return own
+        if q.workload.id in self.gangs:  # its own reservation's hosts, not another gang's
+            return self.reserved.gang_shape(q.workload.id, own)
         return self.reserved.shape_for(q.workload, own, self.now)
 
     def own_shape(self, q: Queued) -> Shape:

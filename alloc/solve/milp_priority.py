@@ -76,6 +76,8 @@ def fits_in_place(ctx: RoundContext, sb: Shape, sa: Shape) -> bool:
     a shape that fits `sa`'s."""
     if sb.gpus > sa.gpus or np.any(sa.types & ~sb.types):
         return False
+    if np.any(sa.allowed & ~sb.allowed):  # a may backfill reserved hosts b may not (8.5)
+        return False
     if sa.single:
         return sb.single  # b's host is a's host, large enough for a and so for b
     if not sb.single:

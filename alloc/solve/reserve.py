@@ -41,7 +41,15 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from alloc.domain import BudgetPath, Occupancy, Reason, Snapshot, Workload, WorkloadId
+from alloc.domain import (
+    BudgetPath,
+    Occupancy,
+    Reason,
+    Snapshot,
+    Workload,
+    WorkloadId,
+    path_prefixes,
+)
 from alloc.policy.contract import Standing, runtime_delta
 from alloc.policy.fairshare import window_ratios
 from alloc.policy.timeslice import TimeSlicing
@@ -145,14 +153,19 @@ class Reserved:
                 self.gang_of[h] = r.workload
         self.ends = sorted({r.ready_at.timestamp() for r in held})
         self._blocked: dict[int, np.ndarray] = {}
-        self._shapes: dict[tuple[int, int], Shape] = {}
+        self._shapes: dict[tuple[int, int | str], Shape] = {}
 
     def __bool__(self) -> bool:
         return bool(self.held)
 
     def level(self, w: Workload, now: datetime) -> int:
         """How many of the distinct `ready_at`s come before `w`'s protection would end if it
-        started `now`: it may backfill the reservations of the others (0: all of them)."""
+        started `now`: it may backfill the reservations of the others (0: all of them). Work
+        that cannot resume backfills nothing: past a checkpoint interval of running the
+        contract keeps it (`costly_to_stop`), so it could hold the gang's hosts past
+        `ready_at`."""
+        if not w.resumable:
+            return len(self.ends)
         ends = (now + runtime_delta(w.min_runtime_s)).timestamp()
         return bisect_left(self.ends, ends - 1e-6)  # a protection ending at ready_at is fine
 
@@ -176,6 +189,17 @@ class Reserved:
             out = self._shapes[key] = off_reserved(shape, self.blocked(level))
         return out
 
+    def gang_shape(self, gang: WorkloadId, shape: Shape) -> Shape:
+        """Where a reserving gang may start: off the other gangs' reserved hosts."""
+        key = (id(shape), str(gang))
+        out = self._shapes.get(key)
+        if out is None:
+            others = self.mask & np.array(
+                [self.gang_of.get(h) not in (None, gang) for h in range(len(self.mask))], bool
+            )
+            out = self._shapes[key] = off_reserved(shape, others)
+        return out
+
     def held_at(self, host: int) -> datetime:
         """The `ready_at` of the reservation holding `host`."""
         return datetime.fromtimestamp(float(self.until[host]), UTC)
@@ -193,10 +217,11 @@ def _candidates(
 ) -> list[tuple[WorkloadId, Shape]]:
     ready_gpus = int(hosts.cap[hosts.ready].sum())
     largest = int(hosts.cap[hosts.ready].max()) if hosts.ready.any() else 0
-    running: dict[BudgetPath, int] = defaultdict(int)  # allocated GPUs held per leaf
+    running: dict[BudgetPath, int] = defaultdict(int)  # allocated GPUs held per node
     for s in st.values():
         if s.workload.running and s.occupancy is Occupancy.ALLOCATED and s.workload.budget:
-            running[s.workload.budget] += s.workload.gpus
+            for p in path_prefixes(s.workload.budget):
+                running[p] += s.workload.gpus
     first: dict[BudgetPath, Standing] = {}
     gangs: list[Standing] = []
     usage, ratios = window_ratios(snapshot)
@@ -206,16 +231,23 @@ def _candidates(
         if w.running or s.occupancy is not Occupancy.ALLOCATED or w.gpus <= largest:
             continue
         assert w.budget is not None  # allocated work is funded
-        # Entitled to it once its hosts free: what the leaf holds plus the gang within what
-        # it is owed (else the hosts would idle for a gang that cannot start when they free).
-        owed = snapshot.budgets.effective_allocation(w.budget) * ready_gpus
-        excess = running[w.budget] + w.gpus - owed
+        # Entitled to it once its hosts free: what each node on its path holds plus the gang
+        # within what the node is owed (else the hosts, and their backfill, would wait for a
+        # gang that cannot start when they free), or time slicing pays for the excess.
+        node, excess = max(
+            (
+                (p, running[p] + w.gpus - snapshot.budgets.effective_allocation(p) * ready_gpus)
+                for p in path_prefixes(w.budget)
+            ),
+            key=lambda pe: pe[1],
+        )
         # float error: 26.999... is 27; beyond: time slicing may entitle it (2.5, TS3)
         if excess > 1e-9 and not slicing.affords(w.budget, excess, w.min_runtime_s):
             if why_not is not None:
+                owed = snapshot.budgets.effective_allocation(node) * ready_gpus
                 why_not[w.id] = (
-                    f"{w.budget} is owed {owed:.0f} GPUs (its effective allocation x the ready "
-                    f"GPUs) and holds {running[w.budget]} allocated GPUs: with its {w.gpus} it "
+                    f"{node} is owed {owed:.0f} GPUs (its effective allocation x the ready "
+                    f"GPUs) and holds {running[node]} allocated GPUs: with its {w.gpus} it "
                     "would be beyond what it is owed, so hosts held for it could idle in vain "
                     f"(time slicing does not pay for the {excess:.0f} GPUs beyond: "
                     "models/round.md 2.5)"
