@@ -235,27 +235,17 @@ def fair_share(
             paid = 0.0 if w.running else w.min_runtime_s  # TS4: keeping costs nothing
             # TS2: the GPUs come out of what leaves ahead of their share over the window are
             # still entitled to and have not been granted, furthest ahead first.
-            givers = [
-                (ratios[g], g)
-                for g in slicing.deficit
-                if slicing.deficit[g] < 0 and entitled_gpus.get(g, 0.0) - counted[g] > 1e-9
-            ]
-            spare = sum(entitled_gpus[g] - counted[g] for _, g in givers)
-            if excess > spare + 1e-9 or not slicing.affords(leaf, excess, paid):
+            mine = set(path)
+            lowered = _from_leaves_ahead(
+                excess, mine, slicing.deficit, ratios, entitled_gpus, counted
+            )
+            if lowered is None or not slicing.affords(leaf, excess, paid):
                 continue
             slicing.take(leaf, excess, paid)
             sliced_by[w.id] = (excess, slicing.cost(excess, paid))
             sliced = True
-            mine = set(path)
-            left = excess
-            for _, g in sorted(givers, reverse=True):
-                give = min(left, entitled_gpus[g] - counted[g])
-                for p in path_prefixes(g):
-                    if p not in mine:  # a node above both keeps its entitlement
-                        entitled_gpus[p] -= give
-                left -= give
-                if left <= 1e-9:
-                    break
+            for p, give in lowered.items():
+                entitled_gpus[p] -= give
         entitled.add(w.id)
         committed += w.gpus
         held[leaf] += w.gpus
@@ -298,6 +288,37 @@ def fair_share(
         demand_gpus=MappingProxyType(demand),
         time_sliced=MappingProxyType(sliced_by),
     )
+
+
+def _from_leaves_ahead(
+    excess: float,
+    mine: set[BudgetPath],
+    deficit: Mapping[BudgetPath, float],
+    ratios: Mapping[BudgetPath, float],
+    entitled: Mapping[BudgetPath, float],
+    counted: Mapping[BudgetPath, float],
+) -> dict[BudgetPath, float] | None:
+    """How much each node's entitlement is lowered to give `excess` GPUs to a time-sliced grant
+    (2.5, TS2): from leaves ahead of their share over the window, furthest ahead first, out of
+    what is ungranted at each of them and at every node above it that is not above the grant
+    too (each keeps at least what it holds). None if they cannot give that much."""
+    lowered: dict[BudgetPath, float] = defaultdict(float)
+    left = excess
+    for _, giver in sorted(((ratios[g], g) for g, d in deficit.items() if d < 0), reverse=True):
+        if giver in mine:
+            continue
+        nodes = [p for p in path_prefixes(giver) if p not in mine]
+        give = min(
+            [left] + [entitled.get(p, 0.0) - lowered[p] - counted.get(p, 0.0) for p in nodes]
+        )
+        if give <= 1e-9:
+            continue
+        for p in nodes:
+            lowered[p] += give
+        left -= give
+        if left <= 1e-9:
+            return lowered
+    return None
 
 
 def yields_to_gang(by_id: Mapping[WorkloadId, Workload], w: Workload) -> bool:
