@@ -253,7 +253,7 @@ def _reservations(snapshot, hosts, plan, rest, st, due) -> tuple[Reserved, list[
             continue
         placement = {hosts.index[h]: g for h, g in d.hosts.items()}
         lease = reserved.backfill_for(placement) if d.occupancy is Occupancy.ALLOCATED else ()
-        if d.backfill_for != lease:
+        if tuple(sorted(d.backfill_for)) != lease:  # a set of gangs: any order
             out.append(
                 f"{d.workload}: starts as backfill for {list(d.backfill_for)}, but the hosts "
                 f"it takes are reserved for {list(lease)} (a start names them: 8.5)"
