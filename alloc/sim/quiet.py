@@ -218,8 +218,10 @@ def waiting_fits_free(
     for sj in jobs:
         off = None
         if until is not None and world.charged(sj.job):
-            # 1e-6: a protection that ends at ready_at may backfill (solve.reserve.Reserved)
-            ends = math.inf if sj.job.id in gangs else now + sj.job.min_runtime_s - 1e-6
+            # As solve.reserve.Reserved.level: a gang and work that cannot resume backfill
+            # nothing; 1e-6: a protection that ends at ready_at may.
+            backfills = sj.job.id not in gangs and sj.job.resumable
+            ends = now + sj.job.min_runtime_s - 1e-6 if backfills else math.inf
             off = until < ends
         key = (sj.job.gpus, sj.topology, sj.job.gpu_type, -1.0 if off is None else ends)
         if key in seen:
