@@ -41,8 +41,7 @@ class RoundContext:
     optional_used: np.ndarray  # GPUs per host held by running work the solver may preempt
     running_at: Mapping[WorkloadId, Mapping[int, int]]  # those two kinds: host index -> GPUs
     reservations: tuple[Held, ...] = ()  # hosts held back for blocked gangs (section 8)
-    reserved: np.ndarray | None = None  # bool per host: only backfill of other work starts there
-    backfill: Reserved | None = None  # which work may start on which reserved hosts (8.5)
+    backfill: Reserved | None = None  # the reserved hosts, and who may backfill them (8.5)
     unreserved_shapes: Mapping[WorkloadId, Shape] = field(  # the restricted ones' own shapes
         default_factory=lambda: MappingProxyType({})
     )
@@ -150,7 +149,6 @@ def round_context(snapshot: Snapshot, memo: RoundMemo | None = None) -> RoundCon
         optional_used=optional,
         running_at=MappingProxyType(running_at),
         reservations=held,
-        reserved=backfill.mask if held else None,
         backfill=backfill if held else None,
         unreserved_shapes=MappingProxyType(unreserved),
         memo=memo,

@@ -173,8 +173,8 @@ def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
                 decided(w, action, s.occupancy, reason, placement, until)
             else:
                 lease = (
-                    backfill.backfill_for(held[wid])
-                    if backfill is not None and allocated and wid not in backfill.gangs
+                    backfill.backfill_for(wid, held[wid])
+                    if backfill is not None and allocated
                     else ()
                 )
                 out.append(Decision(wid, action, s.occupancy, reason, placement, until, lease))

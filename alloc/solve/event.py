@@ -237,8 +237,8 @@ def _decisions(
         until = now + runtime_delta(w.min_runtime_s) if allocated else None
         hosts = {names[h]: g for h, g in sorted(placement.items())}
         lease = (
-            state.reserved.backfill_for(placement)
-            if state.reserved is not None and allocated and wid not in state.gangs
+            state.reserved.backfill_for(wid, placement)
+            if state.reserved is not None and allocated
             else ()
         )
         out.append(Decision(wid, Action.START, q.occupancy, reason, hosts, until, lease))

@@ -59,10 +59,10 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
             gang = _fewest_racks(ctx, there, need)
             whole[region] = [h for h in whole[region] if h not in gang]
             _hold_if_free(ctx, load, started[ci].popleft(), sorted(gang))
+    spare = {r: [h for h in hs if h not in res_of] for r, hs in whole.items()}
     for (ci, (t, cap)), var in rm.m.items():
         need = -(-rm.classes[ci].gpus // cap)
         for _ in range(v[var]):
-            spare = {r: [h for h in hs if h not in res_of] for r, hs in whole.items()}
             regions = sorted(
                 (r for r in spare if r[1:] == (t, cap) and spare[r]), key=lambda r: -len(spare[r])
             )
@@ -71,7 +71,7 @@ def decode(ctx: RoundContext, rm: RoundModel, values: np.ndarray) -> Load:
             taken: list[int] = []
             for r in regions:
                 part = spare[r][: need - len(taken)]
-                whole[r] = [h for h in whole[r] if h not in part]
+                spare[r] = spare[r][len(part) :]
                 taken.extend(part)
                 if len(taken) == need:
                     break

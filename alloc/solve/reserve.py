@@ -204,8 +204,13 @@ class Reserved:
         """The `ready_at` of the reservation holding `host`."""
         return datetime.fromtimestamp(float(self.until[host]), UTC)
 
-    def backfill_for(self, placement: Mapping[int, int]) -> tuple[WorkloadId, ...]:
-        """The gangs whose reserved hosts a start takes (none: it is not backfill)."""
+    def backfill_for(
+        self, workload: WorkloadId, placement: Mapping[int, int]
+    ) -> tuple[WorkloadId, ...]:
+        """The gangs whose reserved hosts an allocated start takes (none: it is not backfill;
+        a gang on its own reservation is not backfill either)."""
+        if workload in self.gangs:
+            return ()
         return tuple(sorted({self.gang_of[h] for h in placement if h in self.gang_of}))
 
 

@@ -252,22 +252,21 @@ def _reservations(snapshot, hosts, plan, rest, st, due) -> tuple[Reserved, list[
         if d.action is not Action.START:
             continue
         placement = {hosts.index[h]: g for h, g in d.hosts.items()}
-        lease = reserved.backfill_for(placement) if d.occupancy is Occupancy.ALLOCATED else ()
+        allocated = d.occupancy is Occupancy.ALLOCATED
+        lease = reserved.backfill_for(d.workload, placement) if allocated else ()
         if tuple(sorted(d.backfill_for)) != lease:  # a set of gangs: any order
             out.append(
                 f"{d.workload}: starts as backfill for {list(d.backfill_for)}, but the hosts "
                 f"it takes are reserved for {list(lease)} (a start names them: 8.5)"
             )
-        if not lease:
+        if d.workload in reserved.gangs and allocated:
+            blocked = reserved.mask  # a reserving gang does not fit this round (8)
+        elif lease:
+            blocked = reserved.blocked(reserved.level(snapshot.by_id[d.workload], snapshot.now))
+        else:
             continue
-        w = snapshot.by_id[d.workload]
-        blocked = (
-            reserved.blocked(reserved.level(w, snapshot.now))
-            if w.id not in reserved.gangs
-            else None
-        )
         for h, i in zip(d.hosts, placement, strict=True):
-            if i in reserved.gang_of and (blocked is None or blocked[i]):
+            if blocked[i]:
                 out.append(
                     f"{d.workload}: starts on {h}, which is reserved for a gang "
                     f"({reserved.gang_of[i]}, ready at {reserved.held_at(i).isoformat()}) "
