@@ -236,9 +236,7 @@ def fair_share(
             # TS2: the GPUs come out of what leaves ahead of their share over the window are
             # still entitled to and have not been granted, furthest ahead first.
             mine = set(path)
-            lowered = _from_leaves_ahead(
-                excess, mine, slicing.deficit, ratios, entitled_gpus, counted
-            )
+            lowered = slicing.from_leaves_ahead(excess, mine, ratios, entitled_gpus, counted)
             if lowered is None or not slicing.affords(leaf, excess, paid):
                 continue
             slicing.take(leaf, excess, paid)
@@ -288,37 +286,6 @@ def fair_share(
         demand_gpus=MappingProxyType(demand),
         time_sliced=MappingProxyType(sliced_by),
     )
-
-
-def _from_leaves_ahead(
-    excess: float,
-    mine: set[BudgetPath],
-    deficit: Mapping[BudgetPath, float],
-    ratios: Mapping[BudgetPath, float],
-    entitled: Mapping[BudgetPath, float],
-    counted: Mapping[BudgetPath, float],
-) -> dict[BudgetPath, float] | None:
-    """How much each node's entitlement is lowered to give `excess` GPUs to a time-sliced grant
-    (2.5, TS2): from leaves ahead of their share over the window, furthest ahead first, out of
-    what is ungranted at each of them and at every node above it that is not above the grant
-    too (each keeps at least what it holds). None if they cannot give that much."""
-    lowered: dict[BudgetPath, float] = defaultdict(float)
-    left = excess
-    for _, giver in sorted(((ratios[g], g) for g, d in deficit.items() if d < 0), reverse=True):
-        if giver in mine:
-            continue
-        nodes = [p for p in path_prefixes(giver) if p not in mine]
-        give = min(
-            [left] + [entitled.get(p, 0.0) - lowered[p] - counted.get(p, 0.0) for p in nodes]
-        )
-        if give <= 1e-9:
-            continue
-        for p in nodes:
-            lowered[p] += give
-        left -= give
-        if left <= 1e-9:
-            return lowered
-    return None
 
 
 def yields_to_gang(by_id: Mapping[WorkloadId, Workload], w: Workload) -> bool:

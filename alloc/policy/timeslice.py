@@ -30,9 +30,10 @@ TS4. Payback: running work keeps a time-sliced place while TS3 holds for it at n
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 
-from alloc.domain import HOUR_S, BudgetPath, Snapshot
+from alloc.domain import HOUR_S, BudgetPath, Snapshot, path_prefixes
 
 
 class TimeSlicing:
@@ -67,3 +68,35 @@ class TimeSlicing:
         cost = self.cost(excess_gpus, min_runtime_s)
         self.deficit[leaf] = self.deficit.get(leaf, 0.0) - cost
         self.budget -= cost
+
+    def from_leaves_ahead(
+        self,
+        excess: float,
+        mine: set[BudgetPath],
+        ratios: Mapping[BudgetPath, float],
+        entitled: Mapping[BudgetPath, float],
+        counted: Mapping[BudgetPath, float],
+    ) -> dict[BudgetPath, float] | None:
+        """TS2: how much each node's entitlement is lowered to give `excess` GPUs to a
+        time-sliced grant whose path is `mine`: from leaves ahead of their share over the
+        window, furthest ahead first, out of what is ungranted at each of them and at every
+        node above it that is not above the grant too (each keeps at least what it holds).
+        None if they cannot give that much."""
+        lowered: dict[BudgetPath, float] = defaultdict(float)
+        left = excess
+        ahead = ((ratios[g], g) for g, d in self.deficit.items() if d < 0)
+        for _, giver in sorted(ahead, reverse=True):
+            if giver in mine:
+                continue
+            nodes = [p for p in path_prefixes(giver) if p not in mine]
+            give = min(
+                [left] + [entitled.get(p, 0.0) - lowered[p] - counted.get(p, 0.0) for p in nodes]
+            )
+            if give <= 1e-9:
+                continue
+            for p in nodes:
+                lowered[p] += give
+            left -= give
+            if left <= 1e-9:
+                return lowered
+        return None
