@@ -148,33 +148,6 @@ def _path(ctx: RoundContext, budget: str) -> list[str]:
     return lines
 
 
-def _kept_across(ctx: RoundContext, plan: Plan, w: Workload, d: Decision) -> list[str]:
-    """Running allocated work kept beyond its entitlement past its protection: if taking it
-    would leave a node on its path below its entitlement, rule 2 of models/round.md 2.4 may be
-    why it stays (the round keeps such work rather than give its GPUs to a sibling above its
-    own entitlement)."""
-    if not (
-        w.budget
-        and w.running
-        and d.action is Action.KEEP
-        and d.reason is Reason.OVER_ALLOCATION
-        and d.occupancy is Occupancy.ALLOCATED
-    ):
-        return []
-    entitlement = ctx.share.entitlement_gpus
-    for p in path_prefixes(w.budget):
-        held = _held_by_node(plan, ctx.snapshot, p)
-        if held - w.gpus < entitlement.get(p, 0):
-            return [
-                f"beyond its entitlement but past its protection, it stays while nothing "
-                f"entitled needs its place, and taking it would leave {p} with "
-                f"{held - w.gpus} of the {entitlement.get(p, 0)} GPUs it is entitled to: "
-                "rebalancing never takes GPUs from a node below its entitlement for a sibling "
-                "above its own (models/round.md 2.4, rule 2)"
-            ]
-    return []
-
-
 def _held_by_node(plan: Plan, snapshot: Snapshot, node: str) -> int:
     total = 0
     for d in plan.decisions:
@@ -212,7 +185,6 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
             f"{w.budget} holds {held} allocated GPUs after this round; its entitlement "
             f"is {ctx.share.entitlement_gpus.get(w.budget, 0)}"
         )
-    out += _kept_across(ctx, plan, w, d)
     sliced = ctx.share.time_sliced.get(wid)
     if sliced is not None and w.budget:
         excess, cost = sliced

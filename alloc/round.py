@@ -6,8 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from alloc.domain import Plan, Reason, Reservation, Snapshot, SolverReport
-from alloc.solve.across import Across, across_load
+from alloc.domain import Plan, Reservation, Snapshot, SolverReport
 from alloc.solve.context import RoundContext, round_context
 from alloc.solve.decisions import decisions, drained_hosts, occupancy_metrics
 from alloc.solve.greedy import greedy
@@ -59,7 +58,8 @@ def solve_round(
         options.time_limit_s if options.time_limit_s is not None else snapshot.policy.time_limit_s
     )
     started = time.perf_counter()
-    ctx, warm = _greedy(snapshot, memo, round_context(snapshot, memo))
+    ctx = round_context(snapshot, memo)
+    warm = complete(ctx, greedy(ctx))
     warm_value = objective(ctx, warm)
     greedy_seconds = time.perf_counter() - started
 
@@ -77,30 +77,12 @@ def solve_round(
         # round's work), so that the whole round keeps within the limit.
         reserve = min(0.25 * limit, 2 * greedy_seconds + 0.02)
         backend = options.backend or snapshot.policy.backend
-        while True:
-            outcome = solve_milp(ctx, warm, warm_value, started + limit - reserve, backend)
-            if outcome.load is None:
-                plan = plan_of(warm, greedy_report(outcome.note or "greedy answered"))
-                break
-            across = across_load(ctx, outcome.load)
-            if not across:
-                final = outcome.load
-                plan = plan_of(outcome.load, _milp_report(outcome))
-                break
-            # The MILP's rebalancing takes GPUs across nodes against their entitlements where
-            # the greedy's did not (models/round.md 2.4, rule 2): keep those victims too and
-            # solve again while there is time; the greedy's plan keeps the rule.
-            if time.perf_counter() + 2 * outcome.solver_seconds > started + limit - reserve:
-                plan = plan_of(
-                    warm,
-                    greedy_report(
-                        f"MILP plan broke rule 2 ({across[0].victim} "
-                        "rebalanced across nodes); greedy answered"
-                    ),
-                )
-                break
-            ctx, warm = _greedy(snapshot, memo, _pinned(snapshot, memo, ctx, across))
-            warm_value = objective(ctx, warm)
+        outcome = solve_milp(ctx, warm, warm_value, started + limit - reserve, backend)
+        if outcome.load is None:
+            plan = plan_of(warm, greedy_report(outcome.note or "greedy answered"))
+        else:
+            final = outcome.load
+            plan = plan_of(outcome.load, _milp_report(outcome))
     checks = (ctx.standings, ctx.hosts, ctx.reservations, ctx.memo, ctx.share.entitlement_gpus)
     problems = validate(snapshot, plan, *checks)
     if problems and plan.report.solver == "milp":
@@ -110,28 +92,6 @@ def solve_round(
     if problems:
         raise InvalidPlanError(problems)
     return RoundResult(plan, ctx, final)
-
-
-def _greedy(
-    snapshot: Snapshot, memo: RoundMemo | None, ctx: RoundContext
-) -> tuple[RoundContext, Load]:
-    """The greedy's load (completed by the repair passes), keeping rule 2 of models/round.md
-    2.4: while its rebalancing takes GPUs from a node below its entitlement for a sibling above
-    its own, those victims are kept and it solves again (each pass keeps more running work, so
-    this ends). Returns the context it was solved in."""
-    while True:
-        load = complete(ctx, greedy(ctx))
-        across = across_load(ctx, load)
-        if not across:
-            return ctx, load
-        ctx = _pinned(snapshot, memo, ctx, across)
-
-
-def _pinned(
-    snapshot: Snapshot, memo: RoundMemo | None, ctx: RoundContext, across: list[Across]
-) -> RoundContext:
-    pinned = {wid for wid, s in ctx.standings.items() if s.forced_reason is Reason.OVER_ALLOCATION}
-    return round_context(snapshot, memo, frozenset(pinned | {x.victim for x in across}))
 
 
 def _milp_report(outcome: Outcome) -> SolverReport:

@@ -72,13 +72,6 @@ def _made(
 _new_tuple = tuple.__new__
 
 
-def kept(s: Standing, reason: Reason) -> Standing:
-    """`s` of running work the round must keep (a forced keep with `reason`): work whose
-    rebalancing would take GPUs from a budget node below its entitlement for a sibling above
-    its own (models/round.md 2.4, rule 2)."""
-    return _made(s.workload, s.funded, s.occupancy, s.protected_until, Action.KEEP, reason)
-
-
 def is_funded(snapshot: Snapshot, workload: Workload) -> bool:
     """Funded = it names a budget node whose effective allocation is above zero."""
     return funded_in(snapshot.budgets, workload)

@@ -9,8 +9,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from alloc.domain import Occupancy, Reason, Snapshot, WorkloadId
-from alloc.policy.contract import Standing, kept, standings
+from alloc.domain import Occupancy, Snapshot, WorkloadId
+from alloc.policy.contract import Standing, standings
 from alloc.policy.fairshare import FairShare, fair_share
 from alloc.policy.weights import Tier, Weights, weights
 from alloc.solve.load import Load
@@ -92,25 +92,13 @@ class RoundContext:
         return np.where(self.hosts.ready, np.maximum(free, 0), 0)
 
 
-def round_context(
-    snapshot: Snapshot,
-    memo: RoundMemo | None = None,
-    pinned: frozenset[WorkloadId] = frozenset(),
-) -> RoundContext:
-    """`pinned`: running work the round keeps although the contract would let it go (its
-    rebalancing would take GPUs from a node below its entitlement for a sibling above its own,
-    models/round.md 2.4): kept as over its entitlement, counted against its nodes as protected
-    work is."""
+def round_context(snapshot: Snapshot, memo: RoundMemo | None = None) -> RoundContext:
     if memo is not None:
         memo = memo.for_round(snapshot.budgets, snapshot.cluster, snapshot.policy)
     st = standings(snapshot, memo.standings if memo is not None else None)
     hosts = host_arrays(snapshot)
-    held = reservations(snapshot, st, hosts)  # the rule's, a function of the snapshot alone
-    if pinned:
-        st = MappingProxyType(
-            {**st, **{w: kept(st[w], Reason.OVER_ALLOCATION) for w in pinned if w in st}}
-        )
     own = shapes_of((s.workload for s in st.values() if s.forced is None), hosts)
+    held = reservations(snapshot, st, hosts)
     backfill = Reserved(held, hosts)
     shapes, unreserved = _avoiding_reservations(st, own, backfill, snapshot.now)
     fixed, optional, running_at = running_use(hosts, st)
