@@ -32,6 +32,7 @@ from alloc.policy.weights import UNALLOCATED_PREEMPT_FIXED, UNALLOCATED_VALUE, T
 from alloc.solve.carry import PassState, Queued
 from alloc.solve.load import Load
 from alloc.solve.placement import place_displacing
+from alloc.solve.problem import Shape
 from alloc.solve.repair import yield_to_priority
 from alloc.solve.validate_event import check_pass
 
@@ -137,7 +138,8 @@ def _walk(
     preempted: list[WorkloadId],
 ) -> tuple[bool, bool]:
     """Place each candidate in order; returns (anything changed, some candidate did not fit)."""
-    failed: dict[tuple[int, bool], int] = {}  # (shape, may displace) -> load version
+    # (shape, may displace) -> load version and the shape (kept: its id is not reused)
+    failed: dict[tuple[int, bool], tuple[int, Shape]] = {}
     changed = short = False
     for wid in candidates:
         if wid in started:
@@ -146,12 +148,12 @@ def _walk(
         shape = state.shape(q)
         allocated = q.occupancy is Occupancy.ALLOCATED
         memo = (id(shape), allocated)
-        if failed.get(memo) == load.version:
+        if (f := failed.get(memo)) is not None and f[0] == load.version and f[1] is shape:
             short = True
             continue
         found = place_displacing(shape, load, _DISPLACE if allocated else ())
         if found is None:
-            failed[memo] = load.version
+            failed[memo] = (load.version, shape)
             short = True
             continue
         for v in found.victims:

@@ -38,11 +38,11 @@ def find_place(ctx: RoundContext, load: Load, wid: WorkloadId) -> Displacement |
     shape = ctx.shapes[wid]
     tier = ctx.tier(wid)
     key = (id(shape), tier)
-    if load.failed.get(key) == load.version:
+    if load.failed_at(key, shape):
         return None
     found = _find_place(ctx, load, shape, tier)
     if found is None:
-        load.failed[key] = load.version
+        load.fail(key, shape)
     return found
 
 

@@ -40,9 +40,10 @@ class Load:
         # Ready hosts with every GPU free, per kind (GPU type and size): a gang's quick test.
         self.whole = np.bincount(hosts.kind_of[ready], minlength=len(hosts.kinds))
         # Every hold or release changes the version: a search that failed at this version
-        # fails again (`failed`: search key -> version; see greedy.find_place).
+        # fails again (`failed`: search key -> version and the Shape searched; see
+        # `failed_at`).
         self.version = 0
-        self.failed: dict[Hashable, int] = {}
+        self.failed: dict[Hashable, tuple[int, object]] = {}
 
     @property
     def on_host(self) -> defaultdict[int, set[WorkloadId]]:
@@ -177,6 +178,17 @@ class Load:
                 self.reclaim_full[category][h] -= cost
             self.reclaim_total[category] -= total
         return placement
+
+    def failed_at(self, key: Hashable, shape: object) -> bool:
+        """A search for `shape` under `key` (which names it by `id`) failed at this version.
+        The entry keeps the shape itself: a load outlives the shapes of the round or pass
+        that searched it (an event pass carries it), and the id of a shape that is gone may
+        be another's, so that a hit by id alone would depend on memory reuse."""
+        entry = self.failed.get(key)
+        return entry is not None and entry[0] == self.version and entry[1] is shape
+
+    def fail(self, key: Hashable, shape: object) -> None:
+        self.failed[key] = (self.version, shape)
 
     def holds(self, workload: WorkloadId) -> bool:
         return workload in self.held

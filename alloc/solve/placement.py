@@ -106,7 +106,7 @@ def place_on(shape: Shape, load: Load) -> Placement | None:
     """`place` on the load's free GPUs, rejecting in O(1) what surely cannot fit, and at once
     what failed at the load's current version (a queue holds many workloads of one shape)."""
     key = ("free GPUs", id(shape))  # greedy.find_place keys (id, tier): no clash
-    if load.failed.get(key) == load.version:
+    if load.failed_at(key, shape):
         return None
     may_fit = (
         load.may_fit_single(shape.gpus, shape.types)
@@ -115,7 +115,7 @@ def place_on(shape: Shape, load: Load) -> Placement | None:
     )
     found = place(shape, load.free(), load.hosts) if may_fit else None
     if found is None:
-        load.failed[key] = load.version
+        load.fail(key, shape)
     return found
 
 
