@@ -79,9 +79,8 @@ def child(spec_json: str) -> None:
 
 
 def _run(spec: dict[str, Any]) -> dict[str, Any]:
-    # One hash seed for every child: a month-long simulation is not yet independent of the
-    # process's string hash seed (two seeds gave different runs of 30 synthetic days,
-    # 2026-12-02; 10 days agree), so runs are compared at the same one.
+    # One hash seed for every child, so that any dependence on it that comes back cannot move
+    # a comparison (the last one, a search memo keyed by object ids, was fixed at 4e13e67).
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.simulation", "--child", json.dumps(spec)],
