@@ -92,7 +92,7 @@ def test_live_explain_of_an_unknown_workload_is_bad_input(config):
     ("change", "named"),
     [
         (lambda t: t.replace("step: 15m", "step: 0"), ["sim.step", "above 0"]),
-        (lambda t: t.replace("executor: sim", "executor: kubernetes"), ["executor"]),
+        (lambda t: t.replace("executor: sim", "executor: nomad"), ["executor"]),
         (lambda t: t.replace("trace.csv", "missing.csv"), ["missing.csv", "no such file"]),
         (lambda t: t.replace("interval: 0.01", "interval: soon"), ["interval"]),
     ],
@@ -280,3 +280,22 @@ def test_the_controller_credits_delivered_time_per_lookback_period_and_per_hour(
     credit = Credit(0.0, hour)
     credit.add(0.0, 3 * hour, 2.0, 1.0)
     assert credit.credited == pytest.approx(3 * hour)
+
+
+@pytest.mark.parametrize(
+    ("kubernetes", "named"),
+    [
+        ("{queues: {ns1: nlp/nowhere}}", ["kubernetes.queues.ns1", "nlp/nowhere"]),
+        ("{kubeconfig: /nonexistent/kubeconfig}", ["kubernetes", "cannot connect"]),
+        ("{attempts: 0}", ["kubernetes.attempts"]),
+        ("{surprise: 1}", ["kubernetes.surprise"]),
+    ],
+    ids=["unknown budget", "no kubeconfig", "zero attempts", "unknown key"],
+)
+def test_a_bad_kubernetes_config_is_bad_input(config, kubernetes, named):
+    text = config.read_text().replace("executor: sim", "executor: kubernetes")
+    config.write_text(text + f"kubernetes: {kubernetes}\n")
+    result = alloc("controller", "run", "--config", config, "--rounds", "1")
+    assert result.exit_code == 2, result.stderr
+    for text in named:
+        assert text in result.stderr, result.stderr

@@ -40,8 +40,8 @@ def controller_view(
 
 
 def executor_for(settings: ControllerSettings, kind: str | None = None) -> Executor:
-    """The executor `kind` names (default: the config's): slurm, or a simulated cluster
-    kept in a file. Bad settings raise InputError."""
+    """The executor `kind` names (default: the config's): slurm, kubernetes, or a simulated
+    cluster kept in a file. Bad settings raise InputError."""
     kind = kind or settings.executor
     if kind == "slurm":
         from alloc.adapters.slurm import SlurmExecutor, SlurmSite
@@ -51,6 +51,27 @@ def executor_for(settings: ControllerSettings, kind: str | None = None) -> Execu
         site = SlurmSite(s.accounts, s.partitions, s.block_prefix, s.rack_prefix, s.retire_reason)
         commands = SlurmCommands(timeout_s=s.command_timeout_s, attempts=s.attempts)
         return SlurmExecutor(site, settings.budgets, settings.policy, commands, settings.name)
+    if kind == "kubernetes":
+        from alloc.adapters.kubernetes.api import KubeApi, KubeConnection
+        from alloc.adapters.kubernetes.executor import KubernetesExecutor
+        from alloc.adapters.kubernetes.read import KubeSite
+
+        k = settings.kubernetes
+        kube_site = KubeSite(
+            k.queues,
+            k.namespaces,
+            k.scheduler_name,
+            k.gpu_resource,
+            k.gpu_type_label,
+            k.block_label,
+            k.rack_label,
+            k.retire_label,
+        )
+        try:
+            api = KubeApi(KubeConnection(k.kubeconfig, k.context, k.timeout_s, k.attempts))
+        except Exception as e:  # the client's config errors: a missing or unreadable file
+            raise InputError(settings.file, "kubernetes", f"cannot connect: {e}") from None
+        return KubernetesExecutor(kube_site, settings.budgets, api, settings.policy, settings.name)
     if kind == "sim":
         from alloc.adapters.simcluster import SimCluster
         from alloc.io import load_instance
@@ -71,4 +92,4 @@ def executor_for(settings: ControllerSettings, kind: str | None = None) -> Execu
             settings.sim.trace, lab.budgets, lab.policy.max_min_runtime_s, settings.file, types
         )
         return SimCluster(settings.sim.cluster, lab, jobs, settings.sim.step_s)
-    raise InputError("--executor", "", f"expected slurm or sim, got {kind!r}")
+    raise InputError("--executor", "", f"expected slurm, kubernetes or sim, got {kind!r}")

@@ -3,7 +3,7 @@ instance: every error names the file, the line and the field.
 
 ```yaml
 name: h100-west
-executor: slurm            # slurm | sim (a simulated cluster in a file, below)
+executor: slurm            # slurm | kubernetes | sim (a simulated cluster in a file, below)
 interval: 60s              # a round at least this often
 event_poll: 2s             # and one early when the cluster changes (looked at this often; 0: off)
 min_round_gap: 10s         # but not sooner than this after the last round
@@ -21,6 +21,19 @@ slurm:
   rack_prefix: rack-
   command_timeout: 10s
   attempts: 3              # tries of a failing command, with backoff
+kubernetes:                # executor kubernetes (alloc.adapters.kubernetes.read says the rest)
+  kubeconfig: ~/.kube/config   # default: in-cluster, else ~/.kube/config
+  context: lab-west          # default: the kubeconfig's current context
+  queues: {nlp: nlp, nlp/pretrain: nlp/team1}   # namespace or namespace/queue -> budget path
+  namespaces: [nlp, vision]  # managed namespaces (default: all)
+  scheduler_name: alloc      # the schedulerName of the pods alloc places
+  gpu_resource: nvidia.com/gpu
+  gpu_type_label: nvidia.com/gpu.product
+  block_label: alloc.dev/block
+  rack_label: alloc.dev/rack
+  retire_label: alloc.dev/retire
+  timeout: 10s
+  attempts: 3
 metrics: {port: 9464, address: 127.0.0.1}   # Prometheus /metrics (port 0: off)
 sim:                       # executor sim: paths relative to this file
   lab: lab.yaml            # an instance: the cluster, its policy and budgets (no workloads)
@@ -53,6 +66,21 @@ class SlurmIn(_Strict):
     attempts: Annotated[int, Field(ge=1, le=20, strict=True)] = 3
 
 
+class KubernetesIn(_Strict):
+    kubeconfig: Name | None = None
+    context: Name | None = None
+    queues: dict[Name, Name] = {}
+    namespaces: list[Name] = []
+    scheduler_name: Name = "alloc"
+    gpu_resource: Name = "nvidia.com/gpu"
+    gpu_type_label: Name = "nvidia.com/gpu.product"
+    block_label: Name = "alloc.dev/block"
+    rack_label: Name = "alloc.dev/rack"
+    retire_label: Name = "alloc.dev/retire"
+    timeout: Duration = 10.0
+    attempts: Annotated[int, Field(ge=1, le=20, strict=True)] = 3
+
+
 class SimIn(_Strict):
     lab: Name
     trace: Name
@@ -67,7 +95,7 @@ class MetricsIn(_Strict):
 
 class ControllerIn(_Strict):
     name: Name = "alloc"
-    executor: Literal["slurm", "sim"] = "slurm"
+    executor: Literal["slurm", "kubernetes", "sim"] = "slurm"
     interval: Duration = 60.0
     event_poll: Duration = 2.0
     min_round_gap: Duration = 10.0
@@ -75,6 +103,7 @@ class ControllerIn(_Strict):
     policy: PolicyIn = PolicyIn()
     budgets: BudgetIn
     slurm: SlurmIn = SlurmIn()
+    kubernetes: KubernetesIn = KubernetesIn()
     sim: SimIn | None = None
     metrics: MetricsIn = MetricsIn()
 
@@ -87,6 +116,22 @@ class SlurmSettings:
     rack_prefix: str = "rack-"
     retire_reason: str = "retire"
     command_timeout_s: float = 10.0
+    attempts: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class KubernetesSettings:
+    kubeconfig: str | None = None
+    context: str | None = None
+    queues: dict[str, BudgetPath] = field(default_factory=dict)
+    namespaces: tuple[str, ...] = ()
+    scheduler_name: str = "alloc"
+    gpu_resource: str = "nvidia.com/gpu"
+    gpu_type_label: str = "nvidia.com/gpu.product"
+    block_label: str = "alloc.dev/block"
+    rack_label: str = "alloc.dev/rack"
+    retire_label: str = "alloc.dev/retire"
+    timeout_s: float = 10.0
     attempts: int = 3
 
 
@@ -109,6 +154,7 @@ class ControllerSettings:
     policy: Policy
     budgets: BudgetTree
     slurm: SlurmSettings
+    kubernetes: KubernetesSettings = field(default_factory=KubernetesSettings)
     sim: SimSettings | None = None
     metrics_port: int = 9464  # 0: no /metrics
     metrics_address: str = "127.0.0.1"
@@ -129,6 +175,14 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
         if node not in tree or not node:
             raise report.error(("slurm", "accounts", account), _known_path(budget, tree))
         accounts[account] = node
+    queues = {}
+    for queue, budget in raw.kubernetes.queues.items():
+        node = BudgetPath(budget.strip("/"))
+        if node not in tree or not node:
+            raise report.error(("kubernetes", "queues", queue), _known_path(budget, tree))
+        queues[queue] = node
+    k = raw.kubernetes
+    kubeconfig = str(Path(k.kubeconfig).expanduser()) if k.kubeconfig else None
     sim = None
     if raw.sim is not None:
         here = Path(path).parent
@@ -157,6 +211,20 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
             s.retire_reason,
             s.command_timeout,
             s.attempts,
+        ),
+        kubernetes=KubernetesSettings(
+            kubeconfig,
+            k.context,
+            queues,
+            tuple(k.namespaces),
+            k.scheduler_name,
+            k.gpu_resource,
+            k.gpu_type_label,
+            k.block_label,
+            k.rack_label,
+            k.retire_label,
+            k.timeout,
+            k.attempts,
         ),
         sim=sim,
         metrics_port=raw.metrics.port,

@@ -1,0 +1,307 @@
+"""The Kubernetes executor: `snapshot()` reads Nodes and the pods `alloc` manages (their
+`schedulerName` is `alloc`'s, so nothing binds them before a plan does; see
+alloc.adapters.kubernetes.read); `apply(plan)` acts through the API.
+
+- start: every pod of the workload is bound to a planned node (the Binding subresource), after
+  its start time is written on it (`alloc.dev/started`); all or none: if a bind fails, the pods
+  already bound are requeued and the start is reported failed.
+- preempt: each pod is evicted (an Eviction, so disruption budgets are honoured: a refusal is a
+  failed action) and requeued: a pod a controller owns (a Job's) is recreated by it; a bare pod
+  is recreated pending with the same spec, its labels and annotations, and the count of its
+  preemptions (`alloc.dev/preemptions`).
+- wait: nothing to do (a pending pod of `alloc`'s scheduler stays pending).
+- drained hosts: cordoned and tainted `alloc.dev/drained=repair:NoSchedule` once no work of
+  ours is on them; when the repair system removes that taint, the next apply uncordons the node.
+- a gang found bound in part (a crash inside an apply) has its bound pods requeued first.
+
+Applying the same plan twice changes nothing the second time: each action is checked against
+the cluster as read at the start of `apply` and reported ok with what was found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, HostResult
+from alloc.adapters.kubernetes.api import KubeApi, KubeError
+from alloc.adapters.kubernetes.read import (
+    CORDONED,
+    DRAIN_TAINT,
+    PREEMPTIONS,
+    STARTED,
+    KubePod,
+    KubeSite,
+    KubeWorkload,
+    ended_from_pods,
+    host_state,
+    hosts_from_nodes,
+    is_managed,
+    workloads_from_pods,
+)
+from alloc.domain import Action, BudgetTree, Cluster, HostName, Plan, Policy, Snapshot, WorkloadId
+from alloc.policy.contract import allocated_in
+
+DRAIN = {"key": DRAIN_TAINT, "value": "repair", "effect": "NoSchedule"}
+_DROPPED_META = ("uid", "resourceVersion", "creationTimestamp", "selfLink", "generateName")
+
+
+class KubernetesExecutor:
+    def __init__(
+        self,
+        site: KubeSite,
+        budgets: BudgetTree,
+        api: KubeApi,
+        policy: Policy | None = None,
+        cluster_name: str = "kubernetes",
+    ) -> None:
+        self.site = site
+        self.budgets = budgets
+        self.api = api
+        self.policy = policy or Policy()
+        self.cluster_name = cluster_name
+        self.problems: dict[WorkloadId, str] = {}
+        self._ended: tuple[EndedRun, ...] = ()
+
+    # ------------------------------------------------------------------ reading
+    def read(
+        self,
+    ) -> tuple[Cluster, tuple[KubeWorkload, ...], list[dict[str, Any]], list[dict[str, Any]]]:
+        """The cluster, the managed workloads (blocked ones included), and the raw nodes and
+        pods they were read from."""
+        nodes = self.api.nodes()
+        cluster = Cluster(self.cluster_name, hosts_from_nodes(nodes, self.site))
+        pods = self.api.pods(self.site.scheduler_name, self.site.namespaces)
+        limit = self.policy.max_min_runtime_s
+        now = datetime.now(UTC)
+        workloads = workloads_from_pods(pods, self.site, cluster, limit, now)
+        self._ended = tuple(
+            EndedRun(w.id, w.budget, w.gpus, allocated_in(self.budgets, w), w.started, ended)
+            for w, ended in ended_from_pods(pods, self.site, cluster, limit)
+            if w.started is not None
+        )
+        return cluster, workloads, nodes, pods
+
+    def snapshot(self) -> Snapshot:
+        cluster, workloads, _, _ = self.read()
+        self.problems = {
+            w.workload.id: w.blocked or w.problem for w in workloads if w.blocked or w.problem
+        }
+        return Snapshot(
+            now=datetime.now(UTC),
+            policy=self.policy,
+            cluster=cluster,
+            budgets=self.budgets,
+            usage_gpu_hours={},  # the controller's ledger gives the window's usage
+            workloads=tuple(w.workload for w in workloads if not w.blocked),
+        )
+
+    def ended_runs(self) -> tuple[EndedRun, ...]:
+        return self._ended
+
+    def notes(self) -> dict[WorkloadId, str]:
+        return dict(self.problems)
+
+    def changes(self) -> str:
+        """The managed pods with their phases and nodes, and the nodes with their states."""
+        pods = self.api.pods(self.site.scheduler_name, self.site.namespaces)
+        nodes = self.api.nodes()
+        lines = sorted(
+            f"{p['metadata'].get('namespace')}/{p['metadata'].get('name')} "
+            f"{(p.get('status') or {}).get('phase')} {(p.get('spec') or {}).get('nodeName')} "
+            f"{bool(p['metadata'].get('deletionTimestamp'))}"
+            for p in pods
+            if is_managed(p, self.site)
+        )
+        lines += sorted(f"{n['metadata']['name']} {host_state(n, self.site)}" for n in nodes)
+        return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+    # ------------------------------------------------------------------ acting
+    def apply(self, plan: Plan) -> ApplyReport:
+        """Gangs bound in part are requeued, then preemptions (they free nodes), then starts,
+        then drains."""
+        _, workloads, nodes, pods = self.read()
+        raw = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
+        by_id = {w.workload.id: w for w in workloads}
+        for w in workloads:
+            if w.blocked.startswith("bound in part"):
+                self._requeue([p for p in w.pods if p.node], raw)
+        results = []
+        order = {Action.PREEMPT: 0, Action.START: 1}
+        acting = sorted(
+            (d for d in plan.decisions if d.action in order), key=lambda d: order[d.action]
+        )
+        for d in acting:
+            found = by_id.get(d.workload)
+            if found is None or found.blocked:
+                why = found.blocked if found is not None else "no such workload in Kubernetes"
+                results.append(ActionResult(d.workload, d.action, False, why))
+                continue
+            try:
+                ok, detail = (
+                    self._preempt(found, raw)
+                    if d.action is Action.PREEMPT
+                    else self._start(found, dict(d.hosts), raw)
+                )
+            except KubeError as e:
+                ok, detail = False, str(e)
+            results.append(
+                ActionResult(
+                    d.workload,
+                    d.action,
+                    ok,
+                    detail,
+                    datetime.now(UTC),
+                    changed=not detail.startswith("already"),
+                )
+            )
+        busy = {p.node for w in workloads for p in w.pods if p.node}
+        by_name = {n["metadata"]["name"]: n for n in nodes}
+        hosts = [self._drain(h, by_name.get(h), h in busy) for h in plan.drained_hosts]
+        hosts += self._return_repaired(nodes, set(plan.drained_hosts))
+        return ApplyReport(tuple(results), tuple(hosts))
+
+    def _start(
+        self, found: KubeWorkload, hosts: dict[HostName, int], raw: Mapping[tuple[str, str], Any]
+    ) -> tuple[bool, str]:
+        w = found.workload
+        where = ",".join(sorted(hosts))
+        if w.running:
+            if dict(w.hosts) == hosts:
+                return True, f"already running on {where}"
+            return False, f"already running elsewhere ({','.join(sorted(w.hosts))})"
+        targets = _assign(found.pods, hosts)
+        if targets is None:
+            sizes = "/".join(str(p.gpus) for p in found.pods)
+            return False, f"its pods ({sizes} GPUs) do not fit the planned {hosts}"
+        started = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        bound: list[KubePod] = []
+        try:
+            for pod, node in targets:
+                self.api.annotate(pod.namespace, pod.name, {STARTED: started})
+                self.api.bind(pod.namespace, pod.name, node)
+                bound.append(pod)
+        except KubeError as e:
+            if bound:
+                self._requeue(bound, raw)
+            return False, f"{e} (all or none: {len(bound)} bound pods requeued)"
+        return True, f"bound on {where}"
+
+    def _preempt(self, found: KubeWorkload, raw: Mapping[tuple[str, str], Any]) -> tuple[bool, str]:
+        if not found.workload.running:
+            return True, "already stopped"
+        try:
+            for pod in found.pods:
+                self.api.evict(pod.namespace, pod.name)
+        except KubeError as e:
+            if e.status == 429:
+                return False, f"a disruption budget refuses the eviction ({e.message})"
+            raise
+        self._requeue(list(found.pods), raw)
+        return True, "evicted, requeued"
+
+    def _requeue(self, pods: list[KubePod], raw: Mapping[tuple[str, str], Any]) -> None:
+        """Stop each pod (deleted at once: an evicted pod whose node runs no kubelet would stay
+        Terminating) and put it back in the queue: a controller's pod is recreated by its
+        controller; a bare pod by us, pending, with its preemptions counted."""
+        for pod in pods:
+            self.api.delete(pod.namespace, pod.name)
+            old = raw.get((pod.namespace, pod.name))
+            if old is None or _controlled(old):
+                continue
+            self._create_again(pod, _pending_copy(old))
+
+    def _create_again(self, pod: KubePod, body: dict[str, Any]) -> None:
+        for attempt in range(20):  # the old pod may take a moment to leave
+            try:
+                self.api.create(pod.namespace, body)
+                return
+            except KubeError as e:
+                if e.status != 409 or attempt == 19:
+                    raise
+                time.sleep(0.1)
+
+    def _drain(self, name: HostName, node: Mapping[str, Any] | None, busy: bool) -> HostResult:
+        if node is None:
+            return HostResult(name, False, "no such node in Kubernetes")
+        spec = node.get("spec") or {}
+        taints = list(spec.get("taints") or ())
+        if any(t.get("key") == DRAIN_TAINT for t in taints):
+            return HostResult(name, True, "already marked", changed=False)
+        if busy:
+            return HostResult(name, True, "work still on it: marked once it has left", False)
+        patch = {
+            "metadata": {"annotations": {CORDONED: "true"}},
+            "spec": {"unschedulable": True, "taints": [*taints, DRAIN]},
+        }
+        try:
+            self.api.patch_node(name, patch)
+        except KubeError as e:
+            return HostResult(name, False, str(e))
+        return HostResult(name, True, "cordoned and tainted for repair")
+
+    def _return_repaired(
+        self, nodes: list[dict[str, Any]], draining: set[HostName]
+    ) -> list[HostResult]:
+        """Nodes `alloc` cordoned whose drain taint the repair system removed: uncordoned."""
+        out = []
+        for node in nodes:
+            meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+            name = HostName(str(meta.get("name")))
+            if CORDONED not in (meta.get("annotations") or {}) or name in draining:
+                continue
+            if any(t.get("key") == DRAIN_TAINT for t in spec.get("taints") or ()):
+                continue  # still waiting for repair
+            patch = {
+                "metadata": {"annotations": {CORDONED: None}},
+                "spec": {"unschedulable": False},
+            }
+            try:
+                self.api.patch_node(name, patch)
+            except KubeError as e:
+                out.append(HostResult(name, False, str(e)))
+                continue
+            out.append(HostResult(name, True, "repaired: uncordoned"))
+        return out
+
+
+def _assign(
+    pods: tuple[KubePod, ...], hosts: Mapping[HostName, int]
+) -> list[tuple[KubePod, str]] | None:
+    """Each pod on a planned node with room for it (largest pods first); None if they do not
+    fit exactly the planned GPUs."""
+    room = dict(hosts)
+    out = []
+    for pod in sorted(pods, key=lambda p: (-p.gpus, p.name)):
+        node = next((h for h in sorted(room) if room[h] >= pod.gpus), None)
+        if node is None:
+            return None
+        room[node] -= pod.gpus
+        out.append((pod, str(node)))
+    if any(room.values()):
+        return None
+    return sorted(out, key=lambda pn: pn[0].name)
+
+
+def _controlled(pod: Mapping[str, Any]) -> bool:
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    return any(r.get("controller") for r in refs)
+
+
+def _pending_copy(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod as it was submitted, to queue again: no node, no status, no server fields; its
+    start time dropped and its preemptions counted."""
+    meta = {k: v for k, v in (pod.get("metadata") or {}).items() if k not in _DROPPED_META}
+    meta.pop("deletionTimestamp", None)
+    meta.pop("deletionGracePeriodSeconds", None)
+    meta.pop("managedFields", None)
+    annotations = dict(meta.get("annotations") or {})
+    annotations.pop(STARTED, None)
+    count = str(annotations.get(PREEMPTIONS, "0"))
+    annotations[PREEMPTIONS] = str((int(count) if count.isdigit() else 0) + 1)
+    meta["annotations"] = annotations
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

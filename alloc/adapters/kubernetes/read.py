@@ -1,0 +1,339 @@
+"""A Kubernetes cluster as the round sees it: Nodes -> hosts, the pods `alloc` manages ->
+workloads. Pure functions of the API's objects as JSON (what the client's
+`sanitize_for_serialization` gives) and the site's mapping; `KubernetesExecutor` calls the API.
+
+Hosts: GPUs from the node's allocatable `nvidia.com/gpu` (the site may name another resource;
+nodes without GPUs are left out); GPU type, block and rack from the labels the site names
+(defaults `nvidia.com/gpu.product`, `alloc.dev/block`, `alloc.dev/rack`; without them: the
+site's default type, one block, a rack per node). State: a node whose `Ready` condition is not
+True, or with a `NoExecute` taint, is `maintenance` (nothing runs there); a cordoned node
+(`unschedulable`) or one with another `NoSchedule` taint is `unhealthy` (drain, then repair),
+or `retired` (drain, then remove) when it carries the site's retire label; else `ready`. A
+node `alloc` drained (cordoned, annotated `alloc.dev/cordoned`, tainted `alloc.dev/drained`)
+is `ready` again once the repair system removes that taint: the next apply uncordons it.
+
+Workloads: the pods whose `schedulerName` is the site's (default `alloc`: no other scheduler
+serves it, so nothing binds them before `alloc` decides), in the managed namespaces (all when
+none is named), pending or bound, not yet ended. Pods that share the label `alloc.dev/workload`
+(else the Job's `job-name` label) in a namespace form one workload, a gang; a pod with neither
+is a workload alone. Its id is `namespace/name`; its budget is the site's mapping of
+`namespace/queue` (the pods' label `alloc.dev/queue`) or of the namespace alone (unmapped:
+unfunded); its GPUs are the sum of its pods' GPU requests (limits when no request); its GPU
+type is the pods' node selector on the type label. The contract is in the pods' annotations:
+
+    alloc.dev/min-runtime: 2h      (required for allocated work)
+    alloc.dev/resumable: "true"    (default true)
+    alloc.dev/priority: "3"        (default 0)
+    alloc.dev/topology: block      (block | any; default block when larger than one node)
+
+A gang whose pods declare different contracts, or a pod whose annotations do not read, runs as
+unallocated work (minimum runtime 0) with the reason for `alloc status`. A workload runs once
+every pod is bound (`spec.nodeName`); it started at the time `alloc` bound it (the annotation
+`alloc.dev/started`, else the pod's start time). A gang bound only in part (a crash inside an
+apply) is left out with the reason; the next apply requeues its bound pods.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from alloc.adapters.contract import JobContract, contract_of
+from alloc.domain import BudgetPath, Cluster, Host, HostName, HostState, Workload, WorkloadId
+
+PREFIX = "alloc.dev/"
+WORKLOAD_LABEL = PREFIX + "workload"
+QUEUE_LABEL = PREFIX + "queue"
+STARTED = PREFIX + "started"  # written by `apply` when it binds a pod (ISO 8601, UTC)
+PREEMPTIONS = PREFIX + "preemptions"  # how often the pod was requeued by `alloc`
+DRAIN_TAINT = PREFIX + "drained"  # the taint `apply` puts on a drained node
+CORDONED = PREFIX + "cordoned"  # on a node `apply` cordoned (so that it uncordons only those)
+# The contract's keys as annotations (alloc.adapters.contract.KEYS).
+ANNOTATIONS = {
+    "min_runtime": PREFIX + "min-runtime",
+    "resumable": PREFIX + "resumable",
+    "priority": PREFIX + "priority",
+    "topology": PREFIX + "topology",
+}
+MAX_ANNOTATION = 256  # a longer contract value is not read (annotations are user input)
+_ENDED = {"Succeeded", "Failed"}
+
+
+@dataclass(frozen=True, slots=True)
+class KubeSite:
+    """How a Kubernetes cluster maps to alloc's terms (the controller config's `kubernetes:`
+    part)."""
+
+    queues: Mapping[str, BudgetPath] = field(default_factory=dict)  # ns or ns/queue -> budget
+    namespaces: tuple[str, ...] = ()  # managed namespaces; () = all
+    scheduler_name: str = "alloc"
+    gpu_resource: str = "nvidia.com/gpu"
+    gpu_type_label: str = "nvidia.com/gpu.product"
+    block_label: str = PREFIX + "block"
+    rack_label: str = PREFIX + "rack"
+    retire_label: str = PREFIX + "retire"
+    default_gpu_type: str = "gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class KubePod:
+    namespace: str
+    name: str
+    gpus: int
+    node: str | None  # bound to
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class KubeWorkload:
+    """A workload as read, with the pods `alloc` acts on."""
+
+    workload: Workload
+    pods: tuple[KubePod, ...]
+    problem: str = ""  # why its contract was not used (it runs as unallocated work)
+    blocked: str = ""  # why no round may place it now (left out of the snapshot)
+
+
+def hosts_from_nodes(nodes: Iterable[Mapping[str, Any]], site: KubeSite) -> tuple[Host, ...]:
+    hosts = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        gpus = _quantity(allocatable.get(site.gpu_resource))
+        if gpus <= 0:
+            continue  # not a GPU node: nothing of ours runs there
+        labels = meta.get("labels") or {}
+        name = HostName(str(meta["name"]))
+        hosts[name] = Host(
+            name,
+            gpus,
+            str(labels.get(site.gpu_type_label) or site.default_gpu_type),
+            str(labels.get(site.block_label) or "default"),
+            str(labels.get(site.rack_label) or name),
+            host_state(node, site),
+        )
+    return tuple(hosts[n] for n in sorted(hosts))
+
+
+def host_state(node: Mapping[str, Any], site: KubeSite) -> HostState:
+    spec = node.get("spec") or {}
+    conditions = (node.get("status") or {}).get("conditions") or ()
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = spec.get("taints") or ()
+    if not ready or any(t.get("effect") == "NoExecute" for t in taints):
+        return HostState.MAINTENANCE
+    meta = node.get("metadata") or {}
+    if CORDONED in (meta.get("annotations") or {}) and not any(
+        t.get("key") == DRAIN_TAINT for t in taints
+    ):
+        return HostState.READY  # repaired: alloc cordoned it, the repair system untainted it
+    if spec.get("unschedulable") or any(t.get("effect") == "NoSchedule" for t in taints):
+        labels = meta.get("labels") or {}
+        return HostState.RETIRED if site.retire_label in labels else HostState.UNHEALTHY
+    return HostState.READY
+
+
+def is_managed(pod: Mapping[str, Any], site: KubeSite) -> bool:
+    spec = pod.get("spec") or {}
+    namespace = (pod.get("metadata") or {}).get("namespace", "")
+    return spec.get("schedulerName") == site.scheduler_name and (
+        not site.namespaces or namespace in site.namespaces
+    )
+
+
+def pod_gpus(pod: Mapping[str, Any], site: KubeSite) -> int:
+    """GPUs a pod asks for: the sum over its containers of the request (the limit when there
+    is no request, as Kubernetes defaults extended resources)."""
+    total = 0
+    for c in (pod.get("spec") or {}).get("containers") or ():
+        resources = c.get("resources") or {}
+        value = (resources.get("requests") or {}).get(site.gpu_resource)
+        if value is None:
+            value = (resources.get("limits") or {}).get(site.gpu_resource)
+        total += _quantity(value)
+    return total
+
+
+def workload_key(pod: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, workload name) of a pod: its gang's label, its Job, or itself."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    name = labels.get(WORKLOAD_LABEL) or labels.get("job-name") or meta.get("name", "")
+    return str(meta.get("namespace", "")), str(name)
+
+
+def workloads_from_pods(
+    pods: Iterable[Mapping[str, Any]],
+    site: KubeSite,
+    cluster: Cluster,
+    max_min_runtime_s: float,
+    now: datetime,
+) -> tuple[KubeWorkload, ...]:
+    """The managed workloads pending or bound (ended pods are `ended_from_pods`')."""
+    groups: defaultdict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for pod in pods:
+        if is_managed(pod, site) and (pod.get("status") or {}).get("phase") not in _ENDED:
+            groups[workload_key(pod)].append(pod)
+    out = [
+        _workload(key, members, site, cluster, max_min_runtime_s, now)
+        for key, members in groups.items()
+    ]
+    return tuple(sorted((w for w in out if w is not None), key=lambda w: w.workload.id))
+
+
+def ended_from_pods(
+    pods: Iterable[Mapping[str, Any]], site: KubeSite, cluster: Cluster, max_min_runtime_s: float
+) -> tuple[tuple[Workload, datetime], ...]:
+    """Workloads whose pods all ended after running (started set), with when the last ended."""
+    groups: defaultdict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for pod in pods:
+        if is_managed(pod, site):
+            groups[workload_key(pod)].append(pod)
+    out = []
+    for key, members in groups.items():
+        if not all((p.get("status") or {}).get("phase") in _ENDED for p in members):
+            continue
+        if not all((p.get("spec") or {}).get("nodeName") for p in members):
+            continue  # never ran
+        end = max(_ended_at(p) for p in members)
+        read = _workload(key, members, site, cluster, max_min_runtime_s, end)
+        if read is not None and read.workload.started is not None and not read.blocked:
+            out.append((read.workload, end))
+    return tuple(out)
+
+
+def _workload(
+    key: tuple[str, str],
+    members: list[Mapping[str, Any]],
+    site: KubeSite,
+    cluster: Cluster,
+    max_min_runtime_s: float,
+    now: datetime,
+) -> KubeWorkload | None:
+    namespace, name = key
+    members = sorted(members, key=lambda p: str(p["metadata"]["name"]))
+    pods = tuple(
+        KubePod(
+            namespace,
+            str(p["metadata"]["name"]),
+            pod_gpus(p, site),
+            (p.get("spec") or {}).get("nodeName") or None,
+            str(p["metadata"].get("uid") or ""),
+        )
+        for p in members
+    )
+    gpus = sum(p.gpus for p in pods)
+    if gpus <= 0:
+        return None  # asks for no GPU: not ours to place
+    contracts = {_contract(p, max_min_runtime_s) for p in members}
+    contract = (
+        contracts.pop()
+        if len(contracts) == 1
+        else JobContract(problem="its pods declare different contracts")
+    )
+    labels = members[0]["metadata"].get("labels") or {}
+    queue = labels.get(QUEUE_LABEL)
+    budget = site.queues.get(f"{namespace}/{queue}") if queue else None
+    budget = budget or site.queues.get(namespace)
+    selector = (members[0].get("spec") or {}).get("nodeSelector") or {}
+    gpu_type = selector.get(site.gpu_type_label)
+    bound = [p for p in pods if p.node]
+    placed: dict[HostName, int] = defaultdict(int)
+    for p in bound:
+        placed[HostName(p.node or "")] += p.gpus
+    running = bool(bound) and len(bound) == len(pods)
+    workload = Workload(
+        id=WorkloadId(f"{namespace}/{name}"),
+        budget=budget,
+        gpus=gpus,
+        min_runtime_s=contract.min_runtime_s,
+        submitted=min(_time(p["metadata"].get("creationTimestamp")) or now for p in members),
+        resumable=contract.resumable,
+        priority=contract.priority,
+        topology=contract.topology or cluster.default_topology(gpus, gpu_type),
+        gpu_type=gpu_type,
+        started=min(_started(p, now) for p in members) if running else None,
+        hosts=dict(placed) if running else {},
+    )
+    blocked = ""
+    if bound and not running:
+        blocked = (
+            f"bound in part ({len(bound)} of {len(pods)} pods): the next apply requeues "
+            "its bound pods"
+        )
+    elif running and any(h not in cluster.by_name for h in placed):
+        blocked = "runs on nodes alloc does not manage"
+    elif len(pods) > 1 and not _whole_nodes(pods, gpu_type, cluster):
+        sizes = sorted({p.gpus for p in pods})
+        blocked = (
+            f"{len(pods)} pods of {'/'.join(map(str, sizes))} GPUs: a gang of several pods "
+            "takes whole nodes (each pod asks for all of a node's GPUs)"
+        )
+    return KubeWorkload(workload, pods, contract.problem, blocked)
+
+
+def _contract(pod: Mapping[str, Any], max_min_runtime_s: float) -> JobContract:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    fields = {}
+    for key, name in ANNOTATIONS.items():
+        value = annotations.get(name)
+        if value is None:
+            continue
+        if len(str(value)) > MAX_ANNOTATION:
+            return JobContract(problem=f"{name} longer than {MAX_ANNOTATION} characters")
+        fields[key] = str(value)
+    if not fields:
+        return JobContract()
+    return contract_of(fields, max_min_runtime_s, ANNOTATIONS)
+
+
+def _whole_nodes(pods: tuple[KubePod, ...], gpu_type: str | None, cluster: Cluster) -> bool:
+    sizes = {h.gpus for h in cluster.hosts if gpu_type is None or h.gpu_type == gpu_type}
+    return all(p.gpus in sizes for p in pods)
+
+
+def _started(pod: Mapping[str, Any], now: datetime) -> datetime:
+    meta = pod.get("metadata") or {}
+    return (
+        _time((meta.get("annotations") or {}).get(STARTED))
+        or _time((pod.get("status") or {}).get("startTime"))
+        or now
+    )
+
+
+def _ended_at(pod: Mapping[str, Any]) -> datetime:
+    """When a pod ended: its containers' last finish, else its last condition change."""
+    status = pod.get("status") or {}
+    times = [
+        _time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+        for c in status.get("containerStatuses") or ()
+    ]
+    times += [_time(c.get("lastTransitionTime")) for c in status.get("conditions") or ()]
+    known = [t for t in times if t is not None]
+    return max(known) if known else _started(pod, datetime.now(UTC))
+
+
+def _quantity(value: object) -> int:
+    """A whole count of an extended resource ("8", 8); anything else (fractions, suffixes,
+    garbage) counts 0: GPUs are whole."""
+    try:
+        number = float(str(value)) if value is not None else 0.0
+    except ValueError:
+        return 0
+    return int(number) if math.isfinite(number) and number == int(number) and number > 0 else 0
+
+
+def _time(value: object) -> datetime | None:
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    try:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -1,0 +1,212 @@
+"""The Kubernetes executor against a real control plane (tests/k8s_local.py): pods submitted
+for `alloc`'s scheduler in two queues, rounds run, and the API shows the planned placements,
+gangs bound all or none, evictions and requeues, disruption budgets honoured, cordons and
+drains, two GPU types. Every plan is checked against SPEC.md's invariants."""
+
+from __future__ import annotations
+
+import pytest
+from k8s_local import NODES, Kube, kube_of
+
+from alloc.adapters.kubernetes.api import KubeApi, KubeError
+from alloc.adapters.kubernetes.executor import KubernetesExecutor
+from alloc.adapters.kubernetes.read import CORDONED, DRAIN_TAINT, PREEMPTIONS, KubeSite
+from alloc.domain import Action, BudgetNode, BudgetPath, BudgetTree, HostState, Policy
+from alloc.round import run_round
+from alloc.solve.validate import validate
+
+TREE = BudgetTree(BudgetNode("lab", 1.0, (), (BudgetNode("nlp", 0.5), BudgetNode("vision", 0.5))))
+
+
+@pytest.fixture
+def kube():
+    yield from kube_of()
+
+
+def executor_of(kube: Kube) -> KubernetesExecutor:
+    site = KubeSite(
+        queues={
+            f"{kube.namespace}/nlp": BudgetPath("nlp"),
+            f"{kube.namespace}/vision": BudgetPath("vision"),
+        },
+        namespaces=(kube.namespace,),
+    )
+    return KubernetesExecutor(site, TREE, kube.api, Policy(solver="greedy", time_limit_s=5.0))
+
+
+def round_once(executor: KubernetesExecutor):
+    snapshot = executor.snapshot()
+    plan = run_round(snapshot)
+    assert validate(snapshot, plan) == []
+    return snapshot, plan, executor.apply(plan)
+
+
+def test_pods_of_two_queues_are_bound_where_the_plan_puts_them(kube):
+    kube.pod("single", 4, queue="nlp")
+    kube.pod("big-0", 8, queue="vision", gang="big", min_runtime="2h")
+    kube.pod("big-1", 8, queue="vision", gang="big", min_runtime="2h")
+    executor = executor_of(kube)
+    snapshot, plan, report = round_once(executor)
+    assert {w.id: w.gpus for w in snapshot.workloads} == {
+        f"{kube.namespace}/single": 4,
+        f"{kube.namespace}/big": 16,
+    }
+    assert report.failed == ()
+    where = kube.placements()
+    big = plan.decision(f"{kube.namespace}/big")
+    assert big.action is Action.START
+    assert {where["big-0"], where["big-1"]} == set(big.hosts)
+    assert where["single"] in plan.decision(f"{kube.namespace}/single").hosts
+    # Read back: both run where they were bound, with the start time alloc wrote.
+    again = {w.id: w for w in executor.snapshot().workloads}
+    assert dict(again[f"{kube.namespace}/big"].hosts) == dict(big.hosts)
+    assert again[f"{kube.namespace}/big"].started is not None
+
+
+def test_applying_a_plan_twice_changes_nothing_the_second_time(kube):
+    kube.pod("a", 8, queue="nlp")
+    executor = executor_of(kube)
+    _, plan, first = round_once(executor)
+    before = kube.placements()
+    second = executor.apply(plan)
+    assert [r.changed for r in first.results] == [True]
+    assert [(r.ok, r.changed, r.detail.split(" on ")[0]) for r in second.results] == [
+        (True, False, "already running")
+    ]
+    assert kube.placements() == before
+
+
+def test_a_gang_that_lost_a_pod_is_not_bound(kube):
+    kube.pod("g-0", 8, queue="nlp", gang="g")
+    kube.pod("g-1", 8, queue="nlp", gang="g")
+    executor = executor_of(kube)
+    plan = run_round(executor.snapshot())
+    kube.core.delete_namespaced_pod("g-1", kube.namespace, grace_period_seconds=0)  # gone
+    (result,) = executor.apply(plan).results
+    assert not result.ok and "do not fit the planned" in result.detail
+    assert kube.placements() == {"g-0": None}
+
+
+class SecondBindFails(KubeApi):
+    """The real API, except that the second bind of an apply is refused (a node that went
+    away, a conflict): what a gang's all-or-none is for."""
+
+    def __init__(self, real: KubeApi) -> None:
+        self.__dict__.update(real.__dict__)
+        self.binds = 0
+
+    def bind(self, namespace: str, pod: str, node: str) -> None:
+        self.binds += 1
+        if self.binds == 2:
+            raise KubeError(f"bind {namespace}/{pod} to {node}", 409, "injected")
+        super().bind(namespace, pod, node)
+
+
+def test_a_gang_is_bound_all_or_none(kube):
+    kube.pod("g-0", 8, queue="nlp", gang="g")
+    kube.pod("g-1", 8, queue="nlp", gang="g")
+    executor = executor_of(kube)
+    plan = run_round(executor.snapshot())
+    executor.api = SecondBindFails(kube.api)
+    (result,) = executor.apply(plan).results
+    assert not result.ok and "all or none: 1 bound pods requeued" in result.detail
+    assert kube.placements() == {"g-0": None, "g-1": None}  # the bound one is back, pending
+    executor.api = kube.api
+    _, _, report = round_once(executor)  # and the next round starts the gang whole
+    assert report.failed == () and all(kube.placements().values())
+
+
+def test_unallocated_pods_are_evicted_and_requeued_for_allocated_work(kube):
+    for i in range(4):
+        kube.pod(f"free-{i}", 8, queue="nlp", min_runtime=None)  # unallocated: preemptible
+    executor = executor_of(kube)
+    round_once(executor)
+    assert all(kube.placements().values())
+    kube.pod("owed", 8, queue="vision")
+    _, plan, report = round_once(executor)
+    assert report.failed == ()
+    preempted = [d.workload for d in plan.decisions if d.action is Action.PREEMPT]
+    assert len(preempted) == 1
+    name = preempted[0].split("/", 1)[1]
+    pods = kube.pods()
+    assert pods[name].spec.node_name is None  # back in the queue, pending
+    assert pods[name].metadata.annotations[PREEMPTIONS] == "1"
+    assert pods["owed"].spec.node_name is not None
+
+
+def test_a_disruption_budget_that_refuses_an_eviction_is_a_failed_action(kube):
+    for i in range(4):
+        kube.pod(f"free-{i}", 8, queue="nlp", min_runtime=None)
+    executor = executor_of(kube)
+    round_once(executor)
+    for i in range(4):
+        kube.set_phase(f"free-{i}", "Running")
+    for i in range(4):  # each pod its own budget: none may go
+        kube.core.patch_namespaced_pod(
+            f"free-{i}", kube.namespace, {"metadata": {"labels": {"pdb": str(i)}}}
+        )
+        kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
+            kube.namespace,
+            {
+                "metadata": {"name": f"keep-{i}"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"pdb": str(i)}}},
+            },
+        )
+    kube.pod("owed", 8, queue="vision")
+    _, _, report = round_once(executor)
+    refused = [r for r in report.failed if r.action is Action.PREEMPT]
+    assert refused and "disruption budget" in refused[0].detail
+    assert all(kube.placements()[f"free-{i}"] for i in range(4))  # nobody was stopped
+
+
+def test_a_cordoned_node_is_drained_tainted_and_uncordoned_once_repaired(kube):
+    node = NODES[3]
+    kube.core.patch_node(node, {"spec": {"unschedulable": True}})
+    executor = executor_of(kube)
+    snapshot = executor.snapshot()
+    assert snapshot.cluster.by_name[node].state is HostState.UNHEALTHY
+    _, plan, report = round_once(executor)
+    assert node in plan.drained_hosts
+    assert [(h.host, h.ok) for h in report.hosts] == [(node, True)]
+    taints = kube.core.read_node(node).spec.taints or []
+    assert [t.key for t in taints] == [DRAIN_TAINT]
+    # The repair system removes the taint: the next apply returns the node to service.
+    kube.core.patch_node(node, {"spec": {"taints": None}})
+    round_once(executor)
+    fresh = kube.core.read_node(node)
+    assert not fresh.spec.unschedulable and CORDONED not in (fresh.metadata.annotations or {})
+    assert executor.snapshot().cluster.by_name[node].state is HostState.READY
+
+
+def test_two_gpu_types_go_to_their_own_nodes(kube):
+    kube.node("t-a100", 4, {"nvidia.com/gpu.product": "a100"})
+    kube.node("t-h100", 8, {"nvidia.com/gpu.product": "h100"})
+    kube.pod("on-a100", 4, queue="nlp", gpu_type="a100")
+    kube.pod("on-h100", 8, queue="vision", gpu_type="h100")
+    executor = executor_of(kube)
+    _, _, report = round_once(executor)
+    assert report.failed == ()
+    where = kube.placements()
+    assert (where["on-a100"], where["on-h100"]) == ("t-a100", "t-h100")
+
+
+def test_a_pod_whose_annotations_do_not_read_is_unallocated_with_the_reason(kube):
+    kube.pod("odd", 1, queue="nlp", min_runtime="soon")
+    executor = executor_of(kube)
+    snapshot = executor.snapshot()
+    (w,) = snapshot.workloads
+    assert w.min_runtime_s == 0.0
+    assert executor.notes()[w.id].startswith("alloc.dev/min-runtime: ")
+
+
+def test_a_finished_gang_is_an_ended_run(kube):
+    kube.pod("g-0", 8, queue="nlp", gang="g")
+    kube.pod("g-1", 8, queue="nlp", gang="g")
+    executor = executor_of(kube)
+    round_once(executor)
+    for name in ("g-0", "g-1"):
+        kube.set_phase(name, "Succeeded")
+    snapshot = executor.snapshot()
+    assert snapshot.workloads == ()
+    (ended,) = executor.ended_runs()
+    assert (ended.workload, ended.gpus, ended.charged) == (f"{kube.namespace}/g", 16, True)

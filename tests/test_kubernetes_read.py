@@ -1,0 +1,238 @@
+"""How a Kubernetes cluster reads as a snapshot (alloc.adapters.kubernetes.read): nodes to
+hosts and their states, the pods `alloc` manages to workloads and gangs, the contract from
+annotations, budgets from namespaces and queues. Pure functions over the API's JSON."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from alloc.adapters.kubernetes.read import (
+    KubeSite,
+    ended_from_pods,
+    hosts_from_nodes,
+    workloads_from_pods,
+)
+from alloc.domain import Cluster, HostState, Topology
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+EIGHT_H = 8 * 3600.0
+SITE = KubeSite(queues={"vision": "vision", "nlp/pretrain": "nlp/team1", "nlp": "nlp/team2"})
+
+
+def node(name: str, gpus: int = 8, ready: bool = True, **extra: Any) -> dict[str, Any]:
+    labels = extra.pop("labels", {})
+    spec = extra.pop("spec", {})
+    annotations = extra.pop("annotations", {})
+    return {
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": spec,
+        "status": {
+            "allocatable": {"cpu": "64", "nvidia.com/gpu": str(gpus)} if gpus else {"cpu": "8"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pod(
+    name: str,
+    gpus: int = 1,
+    namespace: str = "vision",
+    node_name: str | None = None,
+    phase: str = "Pending",
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    scheduler: str = "alloc",
+    selector: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    if selector:
+        spec["nodeSelector"] = selector
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "creationTimestamp": "2026-12-02T11:00:00Z",
+            "labels": labels or {},
+            "annotations": {"alloc.dev/min-runtime": "2h", **(annotations or {})},
+        },
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+CLUSTER = Cluster("k", hosts_from_nodes([node(f"n{i}") for i in range(1, 5)], SITE))
+
+
+def read(pods: list[dict[str, Any]]):
+    return {w.workload.id: w for w in workloads_from_pods(pods, SITE, CLUSTER, EIGHT_H, NOW)}
+
+
+def test_nodes_become_hosts_with_gpus_type_block_rack_and_state():
+    site = KubeSite(gpu_type_label="gpu.type")
+    hosts = hosts_from_nodes(
+        [
+            node("a", labels={"gpu.type": "h100", "alloc.dev/block": "b1", "alloc.dev/rack": "r1"}),
+            node("b", ready=False),
+            node("c", spec={"unschedulable": True}),
+            node("d", spec={"unschedulable": True}, labels={"alloc.dev/retire": "yes"}),
+            node("e", spec={"taints": [{"key": "x", "effect": "NoExecute"}]}),
+            node("f", spec={"taints": [{"key": "alloc.dev/drained", "effect": "NoSchedule"}]}),
+            # alloc cordoned it and the repair system removed its taint: back in service
+            node("g", spec={"unschedulable": True}, annotations={"alloc.dev/cordoned": "true"}),
+            node("cpu-only", gpus=0),
+        ],
+        site,
+    )
+    got = {h.name: (h.gpus, h.gpu_type, h.block, h.rack, h.state) for h in hosts}
+    assert got == {
+        "a": (8, "h100", "b1", "r1", HostState.READY),
+        "b": (8, "gpu", "default", "b", HostState.MAINTENANCE),
+        "c": (8, "gpu", "default", "c", HostState.UNHEALTHY),
+        "d": (8, "gpu", "default", "d", HostState.RETIRED),
+        "e": (8, "gpu", "default", "e", HostState.MAINTENANCE),
+        "f": (8, "gpu", "default", "f", HostState.UNHEALTHY),
+        "g": (8, "gpu", "default", "g", HostState.READY),
+    }
+
+
+def test_a_pending_pod_is_a_queued_workload_with_its_contract_and_budget():
+    w = read([pod("train", 4, annotations={"alloc.dev/priority": "3"})])["vision/train"]
+    assert (w.problem, w.blocked) == ("", "")
+    wl = w.workload
+    assert (wl.budget, wl.gpus, wl.min_runtime_s, wl.priority, wl.resumable) == (
+        "vision",
+        4,
+        7200.0,
+        3,
+        True,
+    )
+    assert wl.started is None and not wl.hosts and wl.topology is Topology.ANY
+
+
+def test_pods_of_one_gang_are_one_workload_and_run_once_all_are_bound():
+    gang = {"alloc.dev/workload": "big"}
+    started = {"alloc.dev/started": "2026-12-02T11:30:00Z"}
+    pods = [
+        pod(f"big-{i}", 8, labels=gang, node_name=f"n{i + 1}", annotations=started)
+        for i in range(2)
+    ]
+    w = read(pods)["vision/big"].workload
+    assert (w.gpus, w.topology) == (16, Topology.BLOCK)
+    assert w.started == datetime(2026, 12, 2, 11, 30, tzinfo=UTC)
+    assert dict(w.hosts) == {"n1": 8, "n2": 8}
+
+
+def test_a_job_s_pods_form_a_gang_by_the_job_name_label():
+    pods = [pod(f"j-{i}", 8, labels={"job-name": "j"}) for i in range(3)]
+    assert read(pods)["vision/j"].workload.gpus == 24
+
+
+def test_a_gang_bound_in_part_is_left_out_with_the_reason():
+    gang = {"alloc.dev/workload": "g"}
+    pods = [pod("g-0", 8, labels=gang, node_name="n1"), pod("g-1", 8, labels=gang)]
+    assert read(pods)["vision/g"].blocked.startswith("bound in part (1 of 2 pods)")
+
+
+def test_a_gang_of_pods_smaller_than_a_node_is_left_out_with_the_reason():
+    gang = {"alloc.dev/workload": "g"}
+    pods = [pod("g-0", 4, labels=gang), pod("g-1", 4, labels=gang)]
+    assert "takes whole nodes" in read(pods)["vision/g"].blocked
+
+
+@pytest.mark.parametrize(
+    ("annotations", "problem"),
+    [
+        ({"alloc.dev/min-runtime": "soon"}, "alloc.dev/min-runtime: "),
+        ({"alloc.dev/min-runtime": "12h"}, "alloc.dev/min-runtime 12h is above the policy's"),
+        ({"alloc.dev/priority": "high"}, "alloc.dev/priority: expected an integer"),
+        ({"alloc.dev/topology": "ring"}, "alloc.dev/topology: expected block or any"),
+        ({"alloc.dev/resumable": "maybe"}, "alloc.dev/resumable: expected 1 or 0"),
+        ({"alloc.dev/priority": "1" * 300}, "alloc.dev/priority longer than 256 characters"),
+    ],
+)
+def test_annotations_that_do_not_read_make_unallocated_work_with_the_reason(annotations, problem):
+    w = read([pod("p", annotations=annotations)])["vision/p"]
+    assert w.problem.startswith(problem), w.problem
+    assert w.workload.min_runtime_s == 0.0  # unallocated: free and preemptible
+
+
+def test_a_pod_without_the_contract_is_unallocated_without_a_problem():
+    p = pod("p")
+    p["metadata"]["annotations"] = {}
+    w = read([p])["vision/p"]
+    assert (w.problem, w.workload.min_runtime_s) == ("", 0.0)
+
+
+def test_pods_of_a_gang_that_disagree_make_unallocated_work():
+    gang = {"alloc.dev/workload": "g"}
+    pods = [
+        pod("g-0", 8, labels=gang),
+        pod("g-1", 8, labels=gang, annotations={"alloc.dev/min-runtime": "1h"}),
+    ]
+    assert read(pods)["vision/g"].problem == "its pods declare different contracts"
+
+
+def test_budgets_come_from_the_namespace_or_its_queue():
+    got = read(
+        [
+            pod("a", namespace="nlp", labels={"alloc.dev/queue": "pretrain"}),
+            pod("b", namespace="nlp"),
+            pod("c", namespace="nlp", labels={"alloc.dev/queue": "unknown"}),
+            pod("d", namespace="elsewhere"),
+        ]
+    )
+    assert {k: w.workload.budget for k, w in got.items()} == {
+        "nlp/a": "nlp/team1",
+        "nlp/b": "nlp/team2",
+        "nlp/c": "nlp/team2",
+        "elsewhere/d": None,
+    }
+
+
+def test_only_pods_for_alloc_s_scheduler_and_namespaces_are_read():
+    pods = [pod("mine"), pod("theirs", scheduler="default-scheduler"), pod("cpu", gpus=0)]
+    assert set(read(pods)) == {"vision/mine"}
+    site = KubeSite(queues=SITE.queues, namespaces=("nlp",))
+    assert workloads_from_pods(pods, site, CLUSTER, EIGHT_H, NOW) == ()
+
+
+def test_the_gpu_type_is_the_node_selector_on_the_type_label():
+    w = read([pod("p", 8, selector={"nvidia.com/gpu.product": "a100"})])["vision/p"].workload
+    assert w.gpu_type == "a100"
+
+
+def test_ended_pods_are_ended_runs_with_their_times():
+    done = pod(
+        "p",
+        2,
+        node_name="n1",
+        phase="Succeeded",
+        annotations={"alloc.dev/started": "2026-12-02T10:00:00Z"},
+    )
+    done["status"]["containerStatuses"] = [
+        {"state": {"terminated": {"finishedAt": "2026-12-02T11:15:00Z"}}}
+    ]
+    never = pod("q", 2, phase="Failed")  # failed before it was bound: it never ran
+    ((w, ended),) = ended_from_pods([done, never], SITE, CLUSTER, EIGHT_H)
+    assert (w.id, w.started, ended) == (
+        "vision/p",
+        datetime(2026, 12, 2, 10, 0, tzinfo=UTC),
+        datetime(2026, 12, 2, 11, 15, tzinfo=UTC),
+    )
+    assert read([done, never]) == {}
+
+
+def test_gpu_quantities_that_are_not_whole_counts_are_not_gpus():
+    pods = [pod("frac"), pod("junk")]
+    pods[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "0.5"
+    pods[1]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1e309"
+    assert read(pods) == {}
