@@ -210,3 +210,27 @@ def test_a_finished_gang_is_an_ended_run(kube):
     assert snapshot.workloads == ()
     (ended,) = executor.ended_runs()
     assert (ended.workload, ended.gpus, ended.charged) == (f"{kube.namespace}/g", 16, True)
+
+
+def test_a_gang_whose_eviction_is_refused_in_part_loses_no_pod(kube):
+    for i in range(4):  # one unallocated gang on the whole cluster
+        kube.pod(f"g-{i}", 8, queue="nlp", gang="g", min_runtime=None)
+    executor = executor_of(kube)
+    round_once(executor)
+    kube.set_phase("g-3", "Running")
+    kube.core.patch_namespaced_pod("g-3", kube.namespace, {"metadata": {"labels": {"pdb": "x"}}})
+    kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
+        kube.namespace,
+        {
+            "metadata": {"name": "keep"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"pdb": "x"}}},
+        },
+    )
+    kube.pod("owed", 8, queue="vision")
+    _, _, report = round_once(executor)
+    (refused,) = [r for r in report.results if r.action is Action.PREEMPT]
+    assert not refused.ok and "disruption budget" in refused.detail
+    where = kube.placements()
+    assert set(where) == {"g-0", "g-1", "g-2", "g-3", "owed"}  # every pod still exists
+    assert where["g-3"] is not None  # the budget kept it
+    assert [where[f"g-{i}"] for i in range(3)] == [None, None, None]  # requeued, pending

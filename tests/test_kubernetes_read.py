@@ -218,6 +218,7 @@ def test_ended_pods_are_ended_runs_with_their_times():
         phase="Succeeded",
         annotations={"alloc.dev/started": "2026-12-02T10:00:00Z"},
     )
+    done["metadata"]["creationTimestamp"] = "2026-12-02T09:00:00Z"
     done["status"]["containerStatuses"] = [
         {"state": {"terminated": {"finishedAt": "2026-12-02T11:15:00Z"}}}
     ]
@@ -236,3 +237,20 @@ def test_gpu_quantities_that_are_not_whole_counts_are_not_gpus():
     pods[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "0.5"
     pods[1]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1e309"
     assert read(pods) == {}
+
+
+def test_a_start_time_is_the_binding_s_not_a_user_s_annotation():
+    # A user may annotate their own pod; the PodScheduled condition is the API server's.
+    forged = {"alloc.dev/started": "9999-12-31T23:00:00Z"}
+    p = pod("p", 2, node_name="n1", annotations=forged)
+    assert read([p])["vision/p"].workload.started == NOW  # kept no later than now
+    p["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-12-02T11:20:00Z"}
+    ]
+    assert read([p])["vision/p"].workload.started == datetime(2026, 12, 2, 11, 20, tzinfo=UTC)
+    early = pod("q", 2, node_name="n1", annotations={"alloc.dev/started": "1970-01-01T00:00:00Z"})
+    assert read([early])["vision/q"].workload.started == datetime(2026, 12, 2, 11, 0, tzinfo=UTC)
+
+
+def test_a_single_pod_larger_than_every_node_is_left_out_with_the_reason():
+    assert read([pod("huge", 16)])["vision/huge"].blocked.startswith("one pod of 16 GPUs")

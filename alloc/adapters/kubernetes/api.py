@@ -108,12 +108,16 @@ class KubeApi:
             metadata=m.V1ObjectMeta(name=pod, namespace=namespace),
             delete_options=m.V1DeleteOptions(grace_period_seconds=0),
         )
-        self._call(
-            f"evict {namespace}/{pod}",
-            lambda t: self.core.create_namespaced_pod_eviction(
-                pod, namespace, body, _request_timeout=t
-            ),
-        )
+        try:
+            self._call(
+                f"evict {namespace}/{pod}",
+                lambda t: self.core.create_namespaced_pod_eviction(
+                    pod, namespace, body, _request_timeout=t
+                ),
+            )
+        except KubeError as e:
+            if e.status != 404:  # gone already (a retry after an answer that was lost): done
+                raise
 
     def delete(self, namespace: str, pod: str) -> None:
         """Delete at once (grace 0): a pod whose node runs no kubelet, or that was evicted,

@@ -106,17 +106,36 @@ class KubernetesExecutor:
         return dict(self.problems)
 
     def changes(self) -> str:
-        """The managed pods with their phases and nodes, and the nodes with their states."""
+        """The managed pods with their phases, nodes, labels and annotations, and the nodes
+        with their states, GPUs and labels: whatever a round reads."""
         pods = self.api.pods(self.site.scheduler_name, self.site.namespaces)
         nodes = self.api.nodes()
         lines = sorted(
-            f"{p['metadata'].get('namespace')}/{p['metadata'].get('name')} "
-            f"{(p.get('status') or {}).get('phase')} {(p.get('spec') or {}).get('nodeName')} "
-            f"{bool(p['metadata'].get('deletionTimestamp'))}"
+            repr(
+                (
+                    p["metadata"].get("namespace"),
+                    p["metadata"].get("name"),
+                    (p.get("status") or {}).get("phase"),
+                    (p.get("spec") or {}).get("nodeName"),
+                    bool(p["metadata"].get("deletionTimestamp")),
+                    sorted((p["metadata"].get("labels") or {}).items()),
+                    sorted((p["metadata"].get("annotations") or {}).items()),
+                )
+            )
             for p in pods
             if is_managed(p, self.site)
         )
-        lines += sorted(f"{n['metadata']['name']} {host_state(n, self.site)}" for n in nodes)
+        lines += sorted(
+            repr(
+                (
+                    n["metadata"]["name"],
+                    str(host_state(n, self.site)),
+                    ((n.get("status") or {}).get("allocatable") or {}).get(self.site.gpu_resource),
+                    sorted((n["metadata"].get("labels") or {}).items()),
+                )
+            )
+            for n in nodes
+        )
         return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
     # ------------------------------------------------------------------ acting
@@ -126,10 +145,13 @@ class KubernetesExecutor:
         _, workloads, nodes, pods = self.read()
         raw = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
         by_id = {w.workload.id: w for w in workloads}
+        results = []
         for w in workloads:
             if w.blocked.startswith("bound in part"):
-                self._requeue([p for p in w.pods if p.node], raw)
-        results = []
+                try:
+                    self._requeue([p for p in w.pods if p.node], raw)
+                except KubeError as e:  # reported; the rest of the plan still applies
+                    results.append(ActionResult(w.workload.id, Action.PREEMPT, False, str(e)))
         order = {Action.PREEMPT: 0, Action.START: 1}
         acting = sorted(
             (d for d in plan.decisions if d.action in order), key=lambda d: order[d.action]
@@ -193,14 +215,17 @@ class KubernetesExecutor:
     def _preempt(self, found: KubeWorkload, raw: Mapping[tuple[str, str], Any]) -> tuple[bool, str]:
         if not found.workload.running:
             return True, "already stopped"
+        evicted: list[KubePod] = []
         try:
             for pod in found.pods:
                 self.api.evict(pod.namespace, pod.name)
+                evicted.append(pod)
         except KubeError as e:
+            self._requeue(evicted, raw)  # what was stopped goes back to the queue, not lost
             if e.status == 429:
                 return False, f"a disruption budget refuses the eviction ({e.message})"
             raise
-        self._requeue(list(found.pods), raw)
+        self._requeue(evicted, raw)
         return True, "evicted, requeued"
 
     def _requeue(self, pods: list[KubePod], raw: Mapping[tuple[str, str], Any]) -> None:

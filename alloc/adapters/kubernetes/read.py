@@ -28,9 +28,10 @@ type is the pods' node selector on the type label. The contract is in the pods' 
 
 A gang whose pods declare different contracts, or a pod whose annotations do not read, runs as
 unallocated work (minimum runtime 0) with the reason for `alloc status`. A workload runs once
-every pod is bound (`spec.nodeName`); it started at the time `alloc` bound it (the annotation
-`alloc.dev/started`, else the pod's start time). A gang bound only in part (a crash inside an
-apply) is left out with the reason; the next apply requeues its bound pods.
+every pod is bound (`spec.nodeName`); it started when it was bound (the `PodScheduled`
+condition the API server sets, else `alloc.dev/started`, kept between the pod's creation and
+now). A single pod larger than every node of its type is left out with the reason, and so is
+a gang bound only in part (a crash inside an apply): the next apply requeues its bound pods.
 """
 
 from __future__ import annotations
@@ -267,6 +268,8 @@ def _workload(
         )
     elif running and any(h not in cluster.by_name for h in placed):
         blocked = "runs on nodes alloc does not manage"
+    elif len(pods) == 1 and gpus > _largest(gpu_type, cluster):
+        blocked = f"one pod of {gpus} GPUs: no node of its type has that many"
     elif len(pods) > 1 and not _whole_nodes(pods, gpu_type, cluster):
         sizes = sorted({p.gpus for p in pods})
         blocked = (
@@ -291,18 +294,39 @@ def _contract(pod: Mapping[str, Any], max_min_runtime_s: float) -> JobContract:
     return contract_of(fields, max_min_runtime_s, ANNOTATIONS)
 
 
+def _largest(gpu_type: str | None, cluster: Cluster) -> int:
+    return max(
+        (h.gpus for h in cluster.hosts if gpu_type is None or h.gpu_type == gpu_type), default=0
+    )
+
+
 def _whole_nodes(pods: tuple[KubePod, ...], gpu_type: str | None, cluster: Cluster) -> bool:
     sizes = {h.gpus for h in cluster.hosts if gpu_type is None or h.gpu_type == gpu_type}
     return all(p.gpus in sizes for p in pods)
 
 
 def _started(pod: Mapping[str, Any], now: datetime) -> datetime:
+    """When the pod was bound: the `PodScheduled` condition the API server sets on binding
+    (pod status, which users do not write), else `alloc.dev/started`, else the kubelet's start
+    time; never before the pod was created nor after `now` (an annotation is user input: a
+    start in the future would protect work forever)."""
     meta = pod.get("metadata") or {}
-    return (
-        _time((meta.get("annotations") or {}).get(STARTED))
-        or _time((pod.get("status") or {}).get("startTime"))
+    status = pod.get("status") or {}
+    scheduled = [
+        _time(c.get("lastTransitionTime"))
+        for c in status.get("conditions") or ()
+        if c.get("type") == "PodScheduled" and c.get("status") == "True"
+    ]
+    found = (
+        next((t for t in scheduled if t is not None), None)
+        or _time((meta.get("annotations") or {}).get(STARTED))
+        or _time(status.get("startTime"))
         or now
     )
+    created = _time(meta.get("creationTimestamp"))
+    if created is not None and found < created:
+        found = created
+    return min(found, now)
 
 
 def _ended_at(pod: Mapping[str, Any]) -> datetime:
