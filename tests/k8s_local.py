@@ -46,8 +46,11 @@ class Kube:
         self.namespace = f"t-{uuid.uuid4().hex[:8]}"
         self.core.create_namespace({"metadata": {"name": self.namespace}})
         self.extra_nodes: list[str] = []
-        for _ in range(100):  # the service account controller makes `default` shortly
-            if self.core.list_namespaced_service_account(self.namespace).items:
+        # Pods need the namespace's `default` service account and its token, which two
+        # controllers make shortly after (seconds on a loaded machine).
+        for _ in range(300):
+            accounts = self.core.list_namespaced_service_account(self.namespace).items
+            if accounts and accounts[0].secrets:
                 break
             time.sleep(0.1)
 
