@@ -5,12 +5,23 @@ never sees which one it talks to."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from alloc.domain import Action, BudgetPath, HostName, Plan, Snapshot, WorkloadId
+from alloc.domain import (
+    Action,
+    BudgetPath,
+    BudgetTree,
+    Cluster,
+    HostName,
+    Plan,
+    Policy,
+    Snapshot,
+    Workload,
+    WorkloadId,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +69,30 @@ class EndedRun:
     charged: bool
     started: datetime
     ended: datetime
+
+
+def cluster_snapshot(
+    now: datetime,
+    policy: Policy,
+    cluster: Cluster,
+    budgets: BudgetTree,
+    read: Iterable[tuple[Workload, str, str]],
+) -> tuple[Snapshot, dict[WorkloadId, str]]:
+    """A cluster manager's snapshot from the workloads its adapter read, each with why its
+    declared contract was not used and why no round may place it now ("" for none): the
+    blocked ones are left out, and both reasons become notes for `alloc status`. The window's
+    usage is the controller's (its ledger), not the cluster's."""
+    read = list(read)
+    notes = {w.id: blocked or problem for w, problem, blocked in read if blocked or problem}
+    snapshot = Snapshot(
+        now=now,
+        policy=policy,
+        cluster=cluster,
+        budgets=budgets,
+        usage_gpu_hours={},
+        workloads=tuple(w for w, _, blocked in read if not blocked),
+    )
+    return snapshot, notes
 
 
 class Executor(Protocol):

@@ -3,7 +3,7 @@ the executor shows it, with the fair-share usage of the controller's own ledger)
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from alloc.adapters.base import Executor
 from alloc.controller.budgets import with_shares
@@ -57,16 +57,7 @@ def executor_for(settings: ControllerSettings, kind: str | None = None) -> Execu
         from alloc.adapters.kubernetes.read import KubeSite
 
         k = settings.kubernetes
-        kube_site = KubeSite(
-            k.queues,
-            k.namespaces,
-            k.scheduler_name,
-            k.gpu_resource,
-            k.gpu_type_label,
-            k.block_label,
-            k.rack_label,
-            k.retire_label,
-        )
+        kube_site = KubeSite(**{f.name: getattr(k, f.name) for f in fields(KubeSite)})
         try:
             api = KubeApi(KubeConnection(k.kubeconfig, k.context, k.timeout_s, k.attempts))
         except Exception as e:  # the client's config errors: a missing or unreadable file

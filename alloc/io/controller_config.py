@@ -32,6 +32,7 @@ kubernetes:                # executor kubernetes (alloc.adapters.kubernetes.read
   block_label: alloc.dev/block
   rack_label: alloc.dev/rack
   retire_label: alloc.dev/retire
+  default_gpu_type: gpu      # the type of nodes without the type label
   timeout: 10s
   attempts: 3
 metrics: {port: 9464, address: 127.0.0.1}   # Prometheus /metrics (port 0: off)
@@ -77,6 +78,7 @@ class KubernetesIn(_Strict):
     block_label: Name = "alloc.dev/block"
     rack_label: Name = "alloc.dev/rack"
     retire_label: Name = "alloc.dev/retire"
+    default_gpu_type: Name = "gpu"  # the type of nodes without the type label
     timeout: Duration = 10.0
     attempts: Annotated[int, Field(ge=1, le=20, strict=True)] = 3
 
@@ -131,6 +133,7 @@ class KubernetesSettings:
     block_label: str = "alloc.dev/block"
     rack_label: str = "alloc.dev/rack"
     retire_label: str = "alloc.dev/retire"
+    default_gpu_type: str = "gpu"
     timeout_s: float = 10.0
     attempts: int = 3
 
@@ -213,18 +216,11 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
             s.attempts,
         ),
         kubernetes=KubernetesSettings(
-            kubeconfig,
-            k.context,
-            queues,
-            tuple(k.namespaces),
-            k.scheduler_name,
-            k.gpu_resource,
-            k.gpu_type_label,
-            k.block_label,
-            k.rack_label,
-            k.retire_label,
-            k.timeout,
-            k.attempts,
+            **k.model_dump(exclude={"kubeconfig", "queues", "namespaces", "timeout"}),
+            kubeconfig=kubeconfig,
+            queues=queues,
+            namespaces=tuple(k.namespaces),
+            timeout_s=k.timeout,
         ),
         sim=sim,
         metrics_port=raw.metrics.port,

@@ -26,7 +26,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, HostResult
+from alloc.adapters.base import (
+    ActionResult,
+    ApplyReport,
+    EndedRun,
+    HostResult,
+    cluster_snapshot,
+)
 from alloc.adapters.kubernetes.api import KubeApi, KubeError
 from alloc.adapters.kubernetes.read import (
     CORDONED,
@@ -87,17 +93,11 @@ class KubernetesExecutor:
 
     def snapshot(self) -> Snapshot:
         cluster, workloads, _, _ = self.read()
-        self.problems = {
-            w.workload.id: w.blocked or w.problem for w in workloads if w.blocked or w.problem
-        }
-        return Snapshot(
-            now=datetime.now(UTC),
-            policy=self.policy,
-            cluster=cluster,
-            budgets=self.budgets,
-            usage_gpu_hours={},  # the controller's ledger gives the window's usage
-            workloads=tuple(w.workload for w in workloads if not w.blocked),
+        read = ((w.workload, w.problem, w.blocked) for w in workloads)
+        snapshot, self.problems = cluster_snapshot(
+            datetime.now(UTC), self.policy, cluster, self.budgets, read
         )
+        return snapshot
 
     def ended_runs(self) -> tuple[EndedRun, ...]:
         return self._ended

@@ -22,7 +22,13 @@ import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, HostResult
+from alloc.adapters.base import (
+    ActionResult,
+    ApplyReport,
+    EndedRun,
+    HostResult,
+    cluster_snapshot,
+)
 from alloc.adapters.slurm.commands import SlurmCommands, SlurmError
 from alloc.adapters.slurm.read import (
     SlurmJob,
@@ -83,17 +89,9 @@ class SlurmExecutor:
     def snapshot(self) -> Snapshot:
         cluster, jobs, _ = self.read()
         now = datetime.now(UTC)
-        self.problems = {
-            j.workload.id: j.blocked or j.problem for j in jobs if j.blocked or j.problem
-        }
-        return Snapshot(
-            now=now,
-            policy=self.policy,
-            cluster=cluster,
-            budgets=self.budgets,
-            usage_gpu_hours={},  # the controller's ledger gives the window's usage
-            workloads=tuple(j.workload for j in jobs if not j.blocked),
-        )
+        read = ((j.workload, j.problem, j.blocked) for j in jobs)
+        snapshot, self.problems = cluster_snapshot(now, self.policy, cluster, self.budgets, read)
+        return snapshot
 
     def ended_runs(self) -> tuple[EndedRun, ...]:
         return self._ended
