@@ -5,6 +5,8 @@ drains, two GPU types. Every plan is checked against SPEC.md's invariants."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from k8s_local import NODES, Kube, kube_of
 
@@ -234,3 +236,39 @@ def test_a_gang_whose_eviction_is_refused_in_part_loses_no_pod(kube):
     assert set(where) == {"g-0", "g-1", "g-2", "g-3", "owed"}  # every pod still exists
     assert where["g-3"] is not None  # the budget kept it
     assert [where[f"g-{i}"] for i in range(3)] == [None, None, None]  # requeued, pending
+
+
+def test_a_job_s_pods_are_one_gang_bound_together_and_end_as_one_run(kube):
+    template = {
+        "metadata": {
+            "annotations": {"alloc.dev/min-runtime": "1h"},
+            "labels": {"alloc.dev/queue": "nlp"},
+        },
+        "spec": {
+            "schedulerName": "alloc",
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {"name": "m", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "8"}}}
+            ],
+        },
+    }
+    job = {
+        "metadata": {"name": "train"},
+        "spec": {"parallelism": 2, "completions": 2, "template": template},
+    }
+    kube.api.models.BatchV1Api(kube.api.client).create_namespaced_job(kube.namespace, job)
+    executor = executor_of(kube)
+    for _ in range(100):  # the Job controller creates its pods
+        if len(kube.pods()) == 2:
+            break
+        time.sleep(0.1)
+    snapshot, plan, report = round_once(executor)
+    (w,) = snapshot.workloads
+    assert (w.id, w.gpus, w.budget) == (f"{kube.namespace}/train", 16, "nlp")
+    assert report.failed == () and all(kube.placements().values())
+    for name in kube.pods():
+        kube.set_phase(name, "Succeeded")
+    assert executor.snapshot().workloads == ()
+    (ended,) = executor.ended_runs()
+    assert (ended.workload, ended.gpus) == (f"{kube.namespace}/train", 16)

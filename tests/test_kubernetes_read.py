@@ -131,9 +131,16 @@ def test_pods_of_one_gang_are_one_workload_and_run_once_all_are_bound():
     assert dict(w.hosts) == {"n1": 8, "n2": 8}
 
 
-def test_a_job_s_pods_form_a_gang_by_the_job_name_label():
+def test_a_job_s_pods_form_a_gang():
+    owner = [{"kind": "Job", "name": "j", "controller": True, "uid": "u"}]
     pods = [pod(f"j-{i}", 8, labels={"job-name": "j"}) for i in range(3)]
+    for p in pods:
+        p["metadata"]["ownerReferences"] = owner
     assert read(pods)["vision/j"].workload.gpus == 24
+    # A pod labelled job-name by hand, not owned by the Job, is a workload of its own.
+    stray = pod("stray", 8, labels={"job-name": "j"})
+    got = read([*pods, stray])
+    assert got["vision/j"].workload.gpus == 24 and "vision/stray" in got
 
 
 def test_a_gang_bound_in_part_is_left_out_with_the_reason():

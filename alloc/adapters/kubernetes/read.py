@@ -15,11 +15,12 @@ is `ready` again once the repair system removes that taint: the next apply uncor
 Workloads: the pods whose `schedulerName` is the site's (default `alloc`: no other scheduler
 serves it, so nothing binds them before `alloc` decides), in the managed namespaces (all when
 none is named), pending or bound, not yet ended. Pods that share the label `alloc.dev/workload`
-(else the Job's `job-name` label) in a namespace form one workload, a gang; a pod with neither
-is a workload alone. Its id is `namespace/name`; its budget is the site's mapping of
-`namespace/queue` (the pods' label `alloc.dev/queue`) or of the namespace alone (unmapped:
-unfunded); its GPUs are the sum of its pods' GPU requests (limits when no request); its GPU
-type is the pods' node selector on the type label. The contract is in the pods' annotations:
+(else the Job that owns them: its `job-name` label and owner reference) in a namespace form one
+workload, a gang; a pod with neither is a workload alone. Its id is `namespace/name`; its
+budget is the site's mapping of `namespace/queue` (the pods' label `alloc.dev/queue`) or of
+the namespace alone (unmapped: unfunded); its GPUs are the sum of its pods' GPU requests
+(limits when no request); its GPU type is the pods' node selector on the type label. The
+contract is in the pods' annotations:
 
     alloc.dev/min-runtime: 2h      (required for allocated work)
     alloc.dev/resumable: "true"    (default true)
@@ -160,10 +161,17 @@ def pod_gpus(pod: Mapping[str, Any], site: KubeSite) -> int:
 
 
 def workload_key(pod: Mapping[str, Any]) -> tuple[str, str]:
-    """(namespace, workload name) of a pod: its gang's label, its Job, or itself."""
+    """(namespace, workload name) of a pod: its gang's label, the Job that owns it, or
+    itself. A `job-name` label alone does not join a Job's gang: the Job must own the pod (a
+    pod labelled by hand would otherwise make someone's running gang look bound in part)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
-    name = labels.get(WORKLOAD_LABEL) or labels.get("job-name") or meta.get("name", "")
+    job = labels.get("job-name")
+    owned = job and any(
+        r.get("kind") == "Job" and r.get("name") == job and r.get("controller")
+        for r in meta.get("ownerReferences") or ()
+    )
+    name = labels.get(WORKLOAD_LABEL) or (job if owned else None) or meta.get("name", "")
     return str(meta.get("namespace", "")), str(name)
 
 
