@@ -25,6 +25,7 @@ from benchmarks.summary import fragmentation_summary, scale_summary, stopgap_sum
 
 SIMULATION_MARKERS = (BEGIN, END)
 SLURM_MARKERS = ("<!-- slurm:begin -->", "<!-- slurm:end -->")  # benchmarks.slurm's
+KUBERNETES_MARKERS = ("<!-- kubernetes:begin -->", "<!-- kubernetes:end -->")
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -148,7 +149,7 @@ def _write_md(md_path: Path, text: str) -> None:
     """Write `text`, keeping the sections benchmarks.simulation, benchmarks.slurm and
     benchmarks.impact put there (in that order)."""
     old = md_path.read_text(encoding="utf-8") if md_path.exists() else ""
-    for markers in (SIMULATION_MARKERS, SLURM_MARKERS, IMPACT_MARKERS):
+    for markers in (SIMULATION_MARKERS, SLURM_MARKERS, KUBERNETES_MARKERS, IMPACT_MARKERS):
         kept = kept_section(old, markers)
         if kept:
             text = with_section(text, kept, markers)

@@ -84,7 +84,11 @@ def _run(spec: dict[str, Any]) -> dict[str, Any]:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.simulation", "--child", json.dumps(spec)],
-        cwd=REPO, capture_output=True, text=True, check=False, env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
     )
     if proc.returncode != 0:
         return {"label": spec["label"], "error": proc.stderr[-2000:]}
@@ -103,17 +107,33 @@ def specs(quick: bool, only: set[str] | None = None) -> list[dict[str, Any]]:
         lab, _ = synthetic_lab(SyntheticLab(days=days, seed=seed))
         lab_text = dump_instance(lab, f"synthetic lab (alloc.sim.synthetic, seed {seed})")
         for policy in POLICIES if source == "synthetic" else CONTRACT:
-            out.append(dict(label=f"{source}/{policy}", lab_yaml=lab_text, lab_file="synthetic",
-                            policy=policy, days=days, seed=seed, rounds=rounds,
-                            validate_passes=validated,
-                            out=str(OUT / f"{source}-{policy}")))
+            out.append(
+                dict(
+                    label=f"{source}/{policy}",
+                    lab_yaml=lab_text,
+                    lab_file="synthetic",
+                    policy=policy,
+                    days=days,
+                    seed=seed,
+                    rounds=rounds,
+                    validate_passes=validated,
+                    out=str(OUT / f"{source}-{policy}"),
+                )
+            )
     if not quick:
         lab, _ = synthetic_lab(SyntheticLab(days=7.0))
         lab_text = dump_instance(lab, "synthetic lab (alloc.sim.synthetic, seed 1)")
         for policy in CONTRACT:
-            out.append(dict(label=f"synthetic-7d/{policy}", lab_yaml=lab_text,
-                            lab_file="synthetic", policy=policy, days=7.0,
-                            out=str(OUT / f"synthetic-7d-{policy}")))
+            out.append(
+                dict(
+                    label=f"synthetic-7d/{policy}",
+                    lab_yaml=lab_text,
+                    lab_file="synthetic",
+                    policy=policy,
+                    days=7.0,
+                    out=str(OUT / f"synthetic-7d-{policy}"),
+                )
+            )
     if only is not None:
         out = [s for s in out if s["label"] in only]
     if only is not None and not any(label.startswith("philly") for label in only):
@@ -128,18 +148,37 @@ def specs(quick: bool, only: set[str] | None = None) -> list[dict[str, Any]]:
         folder = OUT / source
         folder.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [str(REPO / ".venv" / "bin" / "alloc"), "trace", "import", "philly",
-             str(TRACES / "philly-sia"), "-o", str(folder / "trace.csv"), "--lab",
-             str(folder / "lab.yaml"), "--gpus-per-node", str(per_node)],
-            check=True, capture_output=True,
+            [
+                str(REPO / ".venv" / "bin" / "alloc"),
+                "trace",
+                "import",
+                "philly",
+                str(TRACES / "philly-sia"),
+                "-o",
+                str(folder / "trace.csv"),
+                "--lab",
+                str(folder / "lab.yaml"),
+                "--gpus-per-node",
+                str(per_node),
+            ],
+            check=True,
+            capture_output=True,
         )
         philly_days = 10.0 if quick else 110.0  # the last submission: day 109.3
         philly_lab = (folder / "lab.yaml").read_text(encoding="utf-8")
         for policy in wanted:
-            out.append(dict(label=f"{source}/{policy}", lab_yaml=philly_lab,
-                            lab_file=f"{source} lab", policy=policy, days=philly_days,
-                            out=str(OUT / f"{source}-{policy}"),
-                            trace=str(folder / "trace.csv"), credit=PHILLY_CREDIT))
+            out.append(
+                dict(
+                    label=f"{source}/{policy}",
+                    lab_yaml=philly_lab,
+                    lab_file=f"{source} lab",
+                    policy=policy,
+                    days=philly_days,
+                    out=str(OUT / f"{source}-{policy}"),
+                    trace=str(folder / "trace.csv"),
+                    credit=PHILLY_CREDIT,
+                )
+            )
     return out
 
 
@@ -154,17 +193,25 @@ def _idle(r: dict[str, Any]) -> str:
 
 def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     by = {r["label"]: r for r in results}
-    lines = [BEGIN, "", "## Simulation (issues 3 and 14)", "",
-             f"`.venv/bin/python -m benchmarks.simulation`, last written {when}; {machine_line}. "
-             "Each run is its own process (at most two at a time on the 2 cores) and names "
-             "the commit it measured.", ""]
-    head = ("| run | simulation s (process s) | peak MiB "
-            "| full rounds (skipped as quiet) + event passes (skipped) "
-            "| delivered/owed | worst team "
-            "| occupancy while queued (idle: waiting work fit / nothing fit) "
-            "| debug p90 | small p90 | large p90 (never started) "
-            "| preemptions (GPU-h lost) | invariant violations | allocated demand / ready "
-            "| commit |")
+    lines = [
+        BEGIN,
+        "",
+        "## Simulation (issues 3 and 14)",
+        "",
+        f"`.venv/bin/python -m benchmarks.simulation`, last written {when}; {machine_line}. "
+        "Each run is its own process (at most two at a time on the 2 cores) and names "
+        "the commit it measured.",
+        "",
+    ]
+    head = (
+        "| run | simulation s (process s) | peak MiB "
+        "| full rounds (skipped as quiet) + event passes (skipped) "
+        "| delivered/owed | worst team "
+        "| occupancy while queued (idle: waiting work fit / nothing fit) "
+        "| debug p90 | small p90 | large p90 (never started) "
+        "| preemptions (GPU-h lost) | invariant violations | allocated demand / ready "
+        "| commit |"
+    )
     lines += [head, "|" + "---|" * 14]
     for r in results:
         if "error" in r:
@@ -183,7 +230,8 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
             f"{_s(w['small']['p90'])} | {_s(w['large']['p90'])} "
             f"({w['large'].get('never_started', '-')}) | {r['preemptions']} "
             f"({r['preempted_gpu_hours_lost']:,.0f}) | {r['invariant_violations']} | "
-            f"{fmt_demand(r.get('allocated_demand_over_ready'))} | {r.get('commit', '-')} |")
+            f"{fmt_demand(r.get('allocated_demand_over_ready'))} | {r.get('commit', '-')} |"
+        )
 
     def get(label: str, *keys: str) -> Any:
         v: Any = by.get(label, {})
@@ -197,102 +245,192 @@ def render(results: list[dict[str, Any]], machine_line: str, when: str) -> str:
     sg, sm = "synthetic/greedy", "synthetic/milp"
     sg7, sm7 = "synthetic-7d/greedy", "synthetic-7d/milp"
     rows = [
-        ("Philly (whole trace, 110 days), greedy <= 120 s", get("philly/greedy", "wall_seconds"),
-         lambda v: v <= 120),
+        (
+            "Philly (whole trace, 110 days), greedy <= 120 s",
+            get("philly/greedy", "wall_seconds"),
+            lambda v: v <= 120,
+        ),
         ("Philly, greedy < 2 GiB", get("philly/greedy", "peak_mib"), lambda v: v < 2048),
-        ("synthetic milp delivered/owed >= 99%", get(sm, "delivered_over_owed"),
-         lambda v: v >= 0.99),
-        ("synthetic milp worst team >= 97%", get(sm, "worst_team", "delivered_over_owed"),
-         lambda v: v >= 0.97),
-        ("synthetic milp occupancy while queued >= 99%", get(sm, "occupancy_while_queued"),
-         lambda v: v >= 0.99),
-        ("synthetic milp debug p90 wait <= 60 s", get(sm, "wait_s", "debug", "p90"),
-         lambda v: v <= 60),
-        ("synthetic milp large p90 <= half of greedy's", get(sm, "wait_s", "large", "p90"),
-         lambda v: _below(v, get(sg, "wait_s", "large", "p90"), 0.5)),
-        ("synthetic milp invariant violations = 0", get(sm, "invariant_violations"),
-         lambda v: v == 0),
-        ("7 days synthetic: milp delivered/owed >= 99%", get(sm7, "delivered_over_owed"),
-         lambda v: v >= 0.99),
-        ("7 days synthetic: milp worst team >= 97%",
-         get(sm7, "worst_team", "delivered_over_owed"), lambda v: v >= 0.97),
-        ("7 days synthetic: milp debug p90 wait <= 60 s", get(sm7, "wait_s", "debug", "p90"),
-         lambda v: v <= 60),
-        ("7 days synthetic: milp large p90 <= half of greedy's",
-         get(sm7, "wait_s", "large", "p90"),
-         lambda v: _below(v, get(sg7, "wait_s", "large", "p90"), 0.5)),
-        ("7 days synthetic: milp invariant violations = 0", get(sm7, "invariant_violations"),
-         lambda v: v == 0),
-        ("legacy-priority: worst team below milp's", get("synthetic/legacy-priority",
-         "worst_team", "delivered_over_owed"),
-         lambda v: _below(v, get(sm, "worst_team", "delivered_over_owed"))),
-        ("legacy-priority: worst team below greedy's", get("synthetic/legacy-priority",
-         "worst_team", "delivered_over_owed"),
-         lambda v: _below(v, get(sg, "worst_team", "delivered_over_owed"))),
-        ("legacy-priority: debug waits of hours (longest wait, s)", get(
-            "synthetic/legacy-priority", "wait_s", "debug", "max"), lambda v: v >= 3600),
+        (
+            "synthetic milp delivered/owed >= 99%",
+            get(sm, "delivered_over_owed"),
+            lambda v: v >= 0.99,
+        ),
+        (
+            "synthetic milp worst team >= 97%",
+            get(sm, "worst_team", "delivered_over_owed"),
+            lambda v: v >= 0.97,
+        ),
+        (
+            "synthetic milp occupancy while queued >= 99%",
+            get(sm, "occupancy_while_queued"),
+            lambda v: v >= 0.99,
+        ),
+        (
+            "synthetic milp debug p90 wait <= 60 s",
+            get(sm, "wait_s", "debug", "p90"),
+            lambda v: v <= 60,
+        ),
+        (
+            "synthetic milp large p90 <= half of greedy's",
+            get(sm, "wait_s", "large", "p90"),
+            lambda v: _below(v, get(sg, "wait_s", "large", "p90"), 0.5),
+        ),
+        (
+            "synthetic milp invariant violations = 0",
+            get(sm, "invariant_violations"),
+            lambda v: v == 0,
+        ),
+        (
+            "7 days synthetic: milp delivered/owed >= 99%",
+            get(sm7, "delivered_over_owed"),
+            lambda v: v >= 0.99,
+        ),
+        (
+            "7 days synthetic: milp worst team >= 97%",
+            get(sm7, "worst_team", "delivered_over_owed"),
+            lambda v: v >= 0.97,
+        ),
+        (
+            "7 days synthetic: milp debug p90 wait <= 60 s",
+            get(sm7, "wait_s", "debug", "p90"),
+            lambda v: v <= 60,
+        ),
+        (
+            "7 days synthetic: milp large p90 <= half of greedy's",
+            get(sm7, "wait_s", "large", "p90"),
+            lambda v: _below(v, get(sg7, "wait_s", "large", "p90"), 0.5),
+        ),
+        (
+            "7 days synthetic: milp invariant violations = 0",
+            get(sm7, "invariant_violations"),
+            lambda v: v == 0,
+        ),
+        (
+            "legacy-priority: worst team below milp's",
+            get("synthetic/legacy-priority", "worst_team", "delivered_over_owed"),
+            lambda v: _below(v, get(sm, "worst_team", "delivered_over_owed")),
+        ),
+        (
+            "legacy-priority: worst team below greedy's",
+            get("synthetic/legacy-priority", "worst_team", "delivered_over_owed"),
+            lambda v: _below(v, get(sg, "worst_team", "delivered_over_owed")),
+        ),
+        (
+            "legacy-priority: debug waits of hours (longest wait, s)",
+            get("synthetic/legacy-priority", "wait_s", "debug", "max"),
+            lambda v: v >= 3600,
+        ),
     ]
     lines += ["", "| target | measured | verdict |", "|---|---|---|"]
     for name, value, test in rows:
         shown = "-" if value is None else (f"{value:.4g}" if isinstance(value, float) else value)
         lines.append(f"| {name} | {shown} | {verdict(None if value is None else test(value))} |")
-    lines += ["", "### Issue 14: event passes between full rounds", "",
-              "Two kinds of rounds (models/round.md 9) against a full round on every event "
-              "(`--rounds full`), seeds 1-3 of the synthetic lab, 30 days each. Deltas are "
-              "events minus full, in points; median (range) over the seeds.", ""]
-    lines += ["| policy | delivered/owed | worst team | occupancy while queued "
-              "| debug p90 wait, events (full) | simulation s, events (full), seed 1 |",
-              "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "### Issue 14: event passes between full rounds",
+        "",
+        "Two kinds of rounds (models/round.md 9) against a full round on every event "
+        "(`--rounds full`), seeds 1-3 of the synthetic lab, 30 days each. Deltas are "
+        "events minus full, in points; median (range) over the seeds.",
+        "",
+    ]
+    lines += [
+        "| policy | delivered/owed | worst team | occupancy while queued "
+        "| debug p90 wait, events (full) | simulation s, events (full), seed 1 |",
+        "|---|---|---|---|---|---|",
+    ]
     for policy in CONTRACT:
         ev = [by.get(lab) for lab in seed_labels(policy, "events")]
         full = [by.get(lab) for lab in seed_labels(policy, "full")]
         pairs = [(e, f) for e, f in zip(ev, full, strict=True) if _ok(e) and _ok(f)]
         cells = []
-        for keys in (("delivered_over_owed",), ("worst_team", "delivered_over_owed"),
-                     ("occupancy_while_queued",)):
-            deltas = [100 * (_get(e, *keys) - _get(f, *keys)) for e, f in pairs
-                      if _get(e, *keys) is not None and _get(f, *keys) is not None]
+        for keys in (
+            ("delivered_over_owed",),
+            ("worst_team", "delivered_over_owed"),
+            ("occupancy_while_queued",),
+        ):
+            deltas = [
+                100 * (_get(e, *keys) - _get(f, *keys))
+                for e, f in pairs
+                if _get(e, *keys) is not None and _get(f, *keys) is not None
+            ]
             cells.append(_spread(deltas))
-        debug = ", ".join(f"{_s(_get(e, 'wait_s', 'debug', 'p90'))} "
-                          f"({_s(_get(f, 'wait_s', 'debug', 'p90'))})" for e, f in pairs)
-        walls = (f"{_get(ev[0], 'wall_seconds'):.0f} ({_get(full[0], 'wall_seconds'):.0f})"
-                 if _ok(ev[0]) and _ok(full[0]) else "-")
+        debug = ", ".join(
+            f"{_s(_get(e, 'wait_s', 'debug', 'p90'))} ({_s(_get(f, 'wait_s', 'debug', 'p90'))})"
+            for e, f in pairs
+        )
+        walls = (
+            f"{_get(ev[0], 'wall_seconds'):.0f} ({_get(full[0], 'wall_seconds'):.0f})"
+            if _ok(ev[0]) and _ok(full[0])
+            else "-"
+        )
         lines.append(f"| {policy} | {' | '.join(cells)} | {debug or '-'} | {walls} |")
     lines += ["", "| target (issue 14) | measured | verdict |", "|---|---|---|"]
     rows14: list[tuple[str, Any, Any]] = [
-        ("30 days synthetic, seed 1, greedy <= 20 s (stretch 10 s)",
-         get(sg, "wall_seconds"), lambda v: v <= 20),
-        ("30 days synthetic, seed 1, milp <= 120 s", get(sm, "wall_seconds"),
-         lambda v: v <= 120),
-        ("30 days synthetic, greedy and milp: peak memory < 1 GiB",
-         max((get(x, "peak_mib") or 0) for x in (sg, sm)) or None, lambda v: v < 1024),
-        ("Philly (whole trace, 110 days), greedy <= 40 s",
-         get("philly/greedy", "wall_seconds"), lambda v: v <= 40),
-        ("README's first command (7 days synthetic, milp): simulation <= 60 s",
-         get(sm7, "wall_seconds"), lambda v: v <= 60),
+        (
+            "30 days synthetic, seed 1, greedy <= 20 s (stretch 10 s)",
+            get(sg, "wall_seconds"),
+            lambda v: v <= 20,
+        ),
+        ("30 days synthetic, seed 1, milp <= 120 s", get(sm, "wall_seconds"), lambda v: v <= 120),
+        (
+            "30 days synthetic, greedy and milp: peak memory < 1 GiB",
+            max((get(x, "peak_mib") or 0) for x in (sg, sm)) or None,
+            lambda v: v < 1024,
+        ),
+        (
+            "Philly (whole trace, 110 days), greedy <= 40 s",
+            get("philly/greedy", "wall_seconds"),
+            lambda v: v <= 40,
+        ),
+        (
+            "README's first command (7 days synthetic, milp): simulation <= 60 s",
+            get(sm7, "wall_seconds"),
+            lambda v: v <= 60,
+        ),
     ]
     for policy in CONTRACT:
-        pairs = [(by.get(e), by.get(f)) for e, f in
-                 zip(seed_labels(policy, "events"), seed_labels(policy, "full"), strict=True)]
+        pairs = [
+            (by.get(e), by.get(f))
+            for e, f in zip(seed_labels(policy, "events"), seed_labels(policy, "full"), strict=True)
+        ]
         pairs = [(e, f) for e, f in pairs if _ok(e) and _ok(f)]
 
         def median_delta(keys: tuple[str, ...], pairs=pairs) -> float | None:
-            d = [100 * (_get(e, *keys) - _get(f, *keys)) for e, f in pairs
-                 if _get(e, *keys) is not None and _get(f, *keys) is not None]
+            d = [
+                100 * (_get(e, *keys) - _get(f, *keys))
+                for e, f in pairs
+                if _get(e, *keys) is not None and _get(f, *keys) is not None
+            ]
             return statistics.median(d) if d else None
 
         rows14 += [
-            (f"{policy}: delivered/owed within 0.5 points of full rounds (median delta)",
-             median_delta(("delivered_over_owed",)), lambda v: abs(v) <= 0.5 or v > 0),
-            (f"{policy}: worst team within 1 point (median delta)",
-             median_delta(("worst_team", "delivered_over_owed")), lambda v: v >= -1.0),
-            (f"{policy}: debug p90 wait <= 60 s (worst seed, s)",
-             max((_get(e, "wait_s", "debug", "p90") for e, _ in pairs), default=None),
-             lambda v: v <= 60),
-            (f"{policy}: occupancy while queued no lower (median delta, points)",
-             median_delta(("occupancy_while_queued",)), lambda v: v >= 0),
-            (f"{policy}: invariant violations with every pass validated whole",
-             get(f"synthetic-validated/{policy}", "invariant_violations"), lambda v: v == 0),
+            (
+                f"{policy}: delivered/owed within 0.5 points of full rounds (median delta)",
+                median_delta(("delivered_over_owed",)),
+                lambda v: abs(v) <= 0.5 or v > 0,
+            ),
+            (
+                f"{policy}: worst team within 1 point (median delta)",
+                median_delta(("worst_team", "delivered_over_owed")),
+                lambda v: v >= -1.0,
+            ),
+            (
+                f"{policy}: debug p90 wait <= 60 s (worst seed, s)",
+                max((_get(e, "wait_s", "debug", "p90") for e, _ in pairs), default=None),
+                lambda v: v <= 60,
+            ),
+            (
+                f"{policy}: occupancy while queued no lower (median delta, points)",
+                median_delta(("occupancy_while_queued",)),
+                lambda v: v >= 0,
+            ),
+            (
+                f"{policy}: invariant violations with every pass validated whole",
+                get(f"synthetic-validated/{policy}", "invariant_violations"),
+                lambda v: v == 0,
+            ),
         ]
     for name, value, test in rows14:
         shown = "-" if value is None else (f"{value:.4g}" if isinstance(value, float) else value)
@@ -320,8 +458,11 @@ def _spread(values: list[float]) -> str:
     """Median (min to max) in points, signed."""
     if not values:
         return "-"
-    return (f"{statistics.median(values):+.2f} ({min(values):+.2f} to {max(values):+.2f})"
-            if len(values) > 1 else f"{values[0]:+.2f}")
+    return (
+        f"{statistics.median(values):+.2f} ({min(values):+.2f} to {max(values):+.2f})"
+        if len(values) > 1
+        else f"{values[0]:+.2f}"
+    )
 
 
 def _below(value: float, other: float | None, factor: float = 1.0) -> bool | None:
@@ -336,7 +477,7 @@ def with_section(text: str, section: str, markers: tuple[str, str] = (BEGIN, END
     `section` (appended when absent)."""
     begin, end = markers
     if begin in text and end in text:
-        return text[: text.index(begin)] + section + text[text.index(end) + len(end) + 1:]
+        return text[: text.index(begin)] + section + text[text.index(end) + len(end) + 1 :]
     return text.rstrip("\n") + "\n\n" + section
 
 
@@ -345,7 +486,7 @@ def kept_section(text: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
     the sections other benchmarks write)."""
     begin, end = markers
     if begin in text and end in text:
-        return text[text.index(begin): text.index(end) + len(end)] + "\n"
+        return text[text.index(begin) : text.index(end) + len(end)] + "\n"
     return ""
 
 
@@ -353,8 +494,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", help="comma-separated run labels, e.g. synthetic/greedy; "
-                        "the other runs' figures are kept from results-simulation.json")
+    parser.add_argument(
+        "--only",
+        help="comma-separated run labels, e.g. synthetic/greedy; "
+        "the other runs' figures are kept from results-simulation.json",
+    )
     parser.add_argument("--workers", type=int, default=2, help="runs at a time")
     args = parser.parse_args()
     if args.child:
@@ -391,8 +535,9 @@ def kept_results(keep: bool) -> list[dict[str, Any]]:
 def _write(results: list[dict[str, Any]], info: dict[str, Any]) -> None:
     (HERE / "results-simulation.json").write_text(json.dumps(results, indent=1) + "\n")
     dirty = " (uncommitted changes)" if info["alloc_dirty"] else ""
-    machine_line = (f"{info['cpu_model']}, {info['cores']} cores, alloc at commit "
-                    f"{info['git_commit']}{dirty}")
+    machine_line = (
+        f"{info['cpu_model']}, {info['cores']} cores, alloc at commit {info['git_commit']}{dirty}"
+    )
     when = info["date"]
     section = render(results, machine_line, when)
     results_md = HERE / "RESULTS.md"
