@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import time
 import uuid
 from pathlib import Path
@@ -26,8 +25,8 @@ from typing import Any
 from alloc.adapters.kubernetes.api import KubeApi, KubeConnection
 from alloc.adapters.kubernetes.executor import KubernetesExecutor
 from alloc.adapters.kubernetes.read import KubeSite
-from alloc.controller import Controller, StateStore
 from alloc.domain import BudgetNode, BudgetPath, BudgetTree, Policy
+from benchmarks.latency import round_latency
 
 HERE = Path(__file__).resolve().parent
 KUBECONFIG = "/var/lib/k8s-local/kubeconfig"
@@ -86,28 +85,10 @@ def latency(api: KubeApi, queued: int, rounds: int, solver: str) -> dict[str, An
         }
         site = KubeSite(queues=queues, namespaces=(namespace,))
         executor = KubernetesExecutor(site, TREE, api, Policy(solver=solver, time_limit_s=10.0))
-        controller = Controller(executor, StateStore("sqlite:///:memory:"), interval_s=0.0)
-        times: dict[str, list[float]] = {"full": [], "event": []}
-        started = 0
-        for i in range(rounds):
-            outcome = controller.round_once(event=i % 2 == 1)
-            if outcome.error:
-                raise RuntimeError(outcome.error)
-            times[outcome.kind].append(outcome.seconds)
-            started += outcome.started
+        measured = round_latency(executor, rounds)
     finally:
         api.core.delete_namespace(namespace, grace_period_seconds=0)
-    every = times["full"] + times["event"]
-    return {
-        "solver": solver,
-        "queued": queued,
-        "rounds": rounds,
-        "median_s": statistics.median(every),
-        "max_s": max(every),
-        "full_median_s": statistics.median(times["full"]),
-        "event_median_s": statistics.median(times["event"]) if times["event"] else None,
-        "started": started,
-    }
+    return {"solver": solver, "queued": queued, **measured}
 
 
 def render(results: list[dict[str, Any]], info: str) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import subprocess
 import tempfile
 import time
@@ -31,6 +30,7 @@ from alloc.adapters.slurm import SlurmExecutor, SlurmSite
 from alloc.adapters.slurm.commands import SlurmCommands, env_from_file
 from alloc.controller import Controller, StateStore
 from alloc.domain import BudgetNode, BudgetPath, BudgetTree, Policy
+from benchmarks.latency import round_latency
 
 HERE = Path(__file__).resolve().parent
 ENV = Path("/var/lib/slurm-local/env.sh")
@@ -93,28 +93,9 @@ def latency(cmd: SlurmCommands, queued: int, rounds: int, solver: str) -> dict[s
         script.write_text('#!/bin/bash\nsleep "$1"\n')
         submit(cmd, queued, script, random.Random(1), "600")
         executor = SlurmExecutor(SITE, TREE, Policy(solver=solver, time_limit_s=10.0), cmd)
-        controller = Controller(executor, StateStore("sqlite:///:memory:"), interval_s=0.0)
-        times: dict[str, list[float]] = {"full": [], "event": []}
-        started = 0
-        for i in range(rounds):  # full rounds and event passes in turn (models/round.md 9)
-            outcome = controller.round_once(event=i % 2 == 1)
-            if outcome.error:
-                raise RuntimeError(outcome.error)
-            times[outcome.kind].append(outcome.seconds)
-            started += outcome.started
+        measured = round_latency(executor, rounds)
     reset(cmd)
-    every = times["full"] + times["event"]
-    return {
-        "solver": solver,
-        "queued": queued,
-        "rounds": rounds,
-        "median_s": statistics.median(every),
-        "max_s": max(every),
-        "min_s": min(every),
-        "full_median_s": statistics.median(times["full"]),
-        "event_median_s": statistics.median(times["event"]) if times["event"] else None,
-        "started": started,
-    }
+    return {"solver": solver, "queued": queued, **measured}
 
 
 def throughput(cmd: SlurmCommands, n: int, solver: str) -> dict[str, Any]:
