@@ -13,6 +13,7 @@ from k8s_local import NODES, Kube, kube_of
 from alloc.adapters.kubernetes.api import KubeApi, KubeError
 from alloc.adapters.kubernetes.executor import KubernetesExecutor
 from alloc.adapters.kubernetes.read import CORDONED, DRAIN_TAINT, PREEMPTIONS, KubeSite
+from alloc.adapters.kubernetes.requeue import NOTE_LABEL, note_name
 from alloc.domain import Action, BudgetNode, BudgetPath, BudgetTree, HostState, Policy
 from alloc.round import run_round
 from alloc.solve.validate import validate
@@ -272,3 +273,87 @@ def test_a_job_s_pods_are_one_gang_bound_together_and_end_as_one_run(kube):
     assert executor.snapshot().workloads == ()
     (ended,) = executor.ended_runs()
     assert (ended.workload, ended.gpus) == (f"{kube.namespace}/train", 16)
+
+
+def _raw(kube: Kube, name: str) -> dict:
+    return kube.api.client.sanitize_for_serialization(kube.pods()[name])
+
+
+def _notes(kube: Kube) -> list[str]:
+    found = kube.core.list_namespaced_config_map(kube.namespace, label_selector=NOTE_LABEL)
+    return [c.metadata.name for c in found.items]
+
+
+def test_a_controller_killed_between_evicting_and_recreating_a_pod_loses_no_pod(kube):
+    kube.pod("solo", 8, queue="nlp", min_runtime=None)
+    executor = executor_of(kube)
+    round_once(executor)
+    assert kube.placements()["solo"]
+    raw = _raw(kube, "solo")
+    # What a preemption does up to the moment of a kill -9: the note, then the eviction.
+    executor.requeue.stop(kube.namespace, "solo", raw)
+    assert _notes(kube) == [note_name("solo")]
+    kube.api.delete(kube.namespace, "solo")  # gone (an eviction at grace 0 may have done it)
+    assert "solo" not in kube.pods()
+    # A new controller's first read finishes it: the pod is back, pending, counted.
+    restarted = executor_of(kube)
+    (w,) = restarted.snapshot().workloads
+    assert w.id == f"{kube.namespace}/solo" and not w.running
+    pods = kube.pods()
+    assert pods["solo"].spec.node_name is None
+    assert pods["solo"].metadata.annotations[PREEMPTIONS] == "1"
+    assert _notes(kube) == []
+
+
+def test_a_note_whose_pod_was_never_stopped_is_dropped_and_the_pod_left_alone(kube):
+    kube.pod("solo", 8, queue="nlp", min_runtime=None)
+    executor = executor_of(kube)
+    round_once(executor)
+    raw = _raw(kube, "solo")
+    executor.requeue._note(kube.namespace, "solo", raw)  # killed before the eviction
+    executor_of(kube).snapshot()
+    assert _notes(kube) == []
+    assert kube.pods()["solo"].metadata.uid == raw["metadata"]["uid"]  # the same pod
+    assert kube.placements()["solo"]
+
+
+def test_a_gang_bound_in_part_is_requeued_by_eviction_and_keeps_its_gpus_while_refused(kube):
+    kube.pod("g-0", 8, queue="nlp", gang="g")
+    kube.pod("g-1", 8, queue="nlp", gang="g")
+    node = NODES[0]
+    kube.api.bind(kube.namespace, "g-0", node)  # a crash in the middle of binding the gang
+    kube.set_phase("g-0", "Running")
+    kube.core.patch_namespaced_pod("g-0", kube.namespace, {"metadata": {"labels": {"pdb": "x"}}})
+    kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
+        kube.namespace,
+        {
+            "metadata": {"name": "keep"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"pdb": "x"}}},
+        },
+    )
+    for i in range(4):
+        kube.pod(f"w-{i}", 8, queue="vision")
+    executor = executor_of(kube)
+    for _ in range(50):  # the disruption controller counts the healthy pod
+        pdb = kube.api.models.PolicyV1beta1Api(
+            kube.api.client
+        ).read_namespaced_pod_disruption_budget("keep", kube.namespace)
+        if pdb.status and pdb.status.current_healthy == 1:
+            break
+        time.sleep(0.1)
+    snapshot, plan, report = round_once(executor)
+    # The gang's bound pod holds its node: the round places nothing there.
+    assert node not in snapshot.cluster.by_name
+    assert all(node not in dict(d.hosts) for d in plan.decisions)
+    (refused,) = [r for r in report.results if r.workload == f"{kube.namespace}/g"]
+    assert not refused.ok and "disruption budget" in refused.detail
+    assert kube.placements()["g-0"] == node  # the budget kept it
+    assert f"{kube.namespace}/g" in executor.notes()
+    # Once the budget allows it, the next apply requeues it and the gang may start whole.
+    kube.api.models.PolicyV1beta1Api(kube.api.client).delete_namespaced_pod_disruption_budget(
+        "keep", kube.namespace
+    )
+    time.sleep(0.5)
+    executor.apply(plan)
+    assert kube.placements()["g-0"] is None
+    assert _notes(kube) == []

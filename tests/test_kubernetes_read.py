@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from alloc.adapters.kubernetes.gangs import job_sizes
 from alloc.adapters.kubernetes.read import (
     KubeSite,
     ended_from_pods,
@@ -261,3 +262,115 @@ def test_a_start_time_is_the_binding_s_not_a_user_s_annotation():
 
 def test_a_single_pod_larger_than_every_node_is_left_out_with_the_reason():
     assert read([pod("huge", 16)])["vision/huge"].blocked.startswith("one pod of 16 GPUs")
+
+
+def test_a_gang_waits_until_every_pod_it_declares_is_submitted():
+    gang = {"alloc.dev/workload": "g"}
+    size = {"alloc.dev/gang-size": "3"}
+    two = [pod(f"g-{i}", 8, labels=gang, annotations=size) for i in range(2)]
+    assert read(two)["vision/g"].blocked == (
+        "a gang of 3 pods, 2 submitted so far: it waits for the rest"
+    )
+    three = [*two, pod("g-2", 8, labels=gang, annotations=size)]
+    assert read(three)["vision/g"].blocked == ""
+    assert read(three)["vision/g"].workload.gpus == 24
+
+
+@pytest.mark.parametrize(
+    ("sizes", "blocked"),
+    [
+        (["2", "3"], "its pods declare different alloc.dev/gang-size (2, 3)"),
+        (["two", "two"], "alloc.dev/gang-size: expected a whole number of pods, got 'two'"),
+        (["0", "0"], "alloc.dev/gang-size: expected a whole number of pods, got '0'"),
+        (["1", "1"], "2 pods for a gang of 1"),
+        (["9" * 400, "9" * 400], "alloc.dev/gang-size: expected a whole number of pods, got"),
+    ],
+)
+def test_a_gang_size_that_does_not_read_leaves_the_gang_out_with_the_reason(sizes, blocked):
+    gang = {"alloc.dev/workload": "g"}
+    pods = [
+        pod(f"g-{i}", 8, labels=gang, annotations={"alloc.dev/gang-size": s})
+        for i, s in enumerate(sizes)
+    ]
+    assert read(pods)["vision/g"].blocked.startswith(blocked)
+
+
+def test_a_job_s_gang_waits_for_the_pods_its_parallelism_makes():
+    owner = [{"kind": "Job", "name": "j", "controller": True, "uid": "u"}]
+    pods = [pod(f"j-{i}", 8, labels={"job-name": "j"}) for i in range(2)]
+    for p in pods:
+        p["metadata"]["ownerReferences"] = owner
+    job = {"metadata": {"namespace": "vision", "name": "j"}, "spec": {"parallelism": 4}}
+    sizes = job_sizes([job])
+    got = workloads_from_pods(pods, SITE, CLUSTER, EIGHT_H, NOW, jobs=sizes)
+    assert got[0].blocked == "a gang of 4 pods, 2 submitted so far: it waits for the rest"
+    # No more than the completions still needed: 2 of 4 done, 2 to go.
+    job["spec"]["completions"] = 4
+    job["status"] = {"succeeded": 2}
+    got = workloads_from_pods(pods, SITE, CLUSTER, EIGHT_H, NOW, jobs=job_sizes([job]))
+    assert got[0].blocked == "" and got[0].workload.gpus == 16
+
+
+def test_a_bare_pod_named_like_a_job_is_never_part_of_its_gang():
+    owner = [{"kind": "Job", "name": "j", "controller": True, "uid": "job-uid-1"}]
+    pods = [pod(f"j-{i}", 8, labels={"job-name": "j"}) for i in range(2)]
+    for p in pods:
+        p["metadata"]["ownerReferences"] = owner
+    got = read([*pods, pod("j", 8)])
+    assert got["vision/j"].blocked.startswith(
+        "the id vision/j names a Job (uid job-uid-1) and a pod: rename one"
+    )
+
+
+def test_node_constraints_every_node_of_the_type_meets_are_no_constraint():
+    nodes = [
+        node(f"n{i}", labels={"kubernetes.io/os": "linux", "disk": "ssd" if i < 3 else "hdd"})
+        for i in range(1, 5)
+    ]
+    cluster = Cluster("k", hosts_from_nodes(nodes, SITE))
+
+    def blocked(**spec: Any) -> str:
+        p = pod("p", 8)
+        p["spec"].update(spec)
+        (w,) = workloads_from_pods([p], SITE, cluster, EIGHT_H, NOW, nodes)
+        return w.blocked
+
+    assert blocked(nodeSelector={"kubernetes.io/os": "linux"}) == ""
+    assert blocked(nodeSelector={"disk": "ssd"}).startswith(
+        "its nodeSelector 'disk=ssd' matches 2 of the 4 nodes of its GPU type"
+    )
+
+    def affinity(*expressions: dict[str, Any]) -> dict[str, Any]:
+        terms = [{"matchExpressions": list(expressions)}]
+        return {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+            }
+        }
+
+    assert (
+        blocked(affinity=affinity({"key": "disk", "operator": "In", "values": ["ssd", "hdd"]}))
+        == ""
+    )
+    assert blocked(affinity=affinity({"key": "gpu", "operator": "DoesNotExist"})) == ""
+    assert "a required node affinity matches 2 of the 4" in blocked(
+        affinity=affinity({"key": "disk", "operator": "NotIn", "values": ["hdd"]})
+    )
+    assert "matches 0 of the 4" in blocked(
+        affinity=affinity(
+            {"key": "disk", "operator": "Exists"},
+            {"key": "rank", "operator": "Gt", "values": ["3"]},
+        )
+    )
+
+
+def test_node_constraints_are_judged_among_the_nodes_of_the_pod_s_gpu_type():
+    site = KubeSite(gpu_type_label="gpu.type")
+    nodes = [
+        node("a1", labels={"gpu.type": "a100", "zone": "x"}),
+        node("h1", labels={"gpu.type": "h100", "zone": "y"}),
+    ]
+    cluster = Cluster("k", hosts_from_nodes(nodes, site))
+    p = pod("p", 8, selector={"gpu.type": "a100", "zone": "x"})
+    (w,) = workloads_from_pods([p], site, cluster, EIGHT_H, NOW, nodes)
+    assert w.blocked == "" and w.workload.gpu_type == "a100"

@@ -49,6 +49,7 @@ class KubeApi:
             )
         self.client = api_client
         self.core = client.CoreV1Api(api_client)
+        self.batch = client.BatchV1Api(api_client)
         self.models = client
 
     # ------------------------------------------------------------------ reading
@@ -77,7 +78,77 @@ class KubeApi:
         )
         return self._items(answer)
 
+    def jobs(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        """The Jobs (batch/v1) of the managed namespaces (all when none is named)."""
+        if not namespaces:
+            answer = self._call(
+                "list jobs",
+                lambda t: self.batch.list_job_for_all_namespaces(_request_timeout=t),
+            )
+            return self._items(answer)
+        return [job for ns in namespaces for job in self._jobs_in(ns)]
+
+    def _jobs_in(self, namespace: str) -> list[dict[str, Any]]:
+        answer = self._call(
+            f"list jobs in {namespace}",
+            lambda t: self.batch.list_namespaced_job(namespace, _request_timeout=t),
+        )
+        return self._items(answer)
+
+    def config_maps(self, selector: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        """The ConfigMaps with the label `selector`, in the namespaces (all when none)."""
+        if not namespaces:
+            answer = self._call(
+                "list config maps",
+                lambda t: self.core.list_config_map_for_all_namespaces(
+                    label_selector=selector, _request_timeout=t
+                ),
+            )
+            return self._items(answer)
+        return [found for ns in namespaces for found in self._config_maps_in(ns, selector)]
+
+    def _config_maps_in(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        answer = self._call(
+            f"list config maps in {namespace}",
+            lambda t: self.core.list_namespaced_config_map(
+                namespace, label_selector=selector, _request_timeout=t
+            ),
+        )
+        return self._items(answer)
+
     # ------------------------------------------------------------------ acting
+    def put_config_map(self, namespace: str, body: dict[str, Any]) -> None:
+        """Create the ConfigMap, or replace the one of that name."""
+        name = body["metadata"]["name"]
+        try:
+            self._call(
+                f"create config map {namespace}/{name}",
+                lambda t: self.core.create_namespaced_config_map(
+                    namespace, body, _request_timeout=t
+                ),
+            )
+        except KubeError as e:
+            if e.status != 409:
+                raise
+            self._call(
+                f"replace config map {namespace}/{name}",
+                lambda t: self.core.replace_namespaced_config_map(
+                    name, namespace, body, _request_timeout=t
+                ),
+            )
+
+    def delete_config_map(self, namespace: str, name: str) -> None:
+        try:
+            self._call(
+                f"delete config map {namespace}/{name}",
+                lambda t: self.core.delete_namespaced_config_map(
+                    name, namespace, _request_timeout=t
+                ),
+            )
+        except KubeError as e:
+            if e.status != 404:
+                raise
+
     def bind(self, namespace: str, pod: str, node: str) -> None:
         m = self.models
         body = m.V1Binding(

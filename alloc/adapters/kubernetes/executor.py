@@ -8,11 +8,16 @@ alloc.adapters.kubernetes.read); `apply(plan)` acts through the API.
 - preempt: each pod is evicted (an Eviction, so disruption budgets are honoured: a refusal is a
   failed action) and requeued: a pod a controller owns (a Job's) is recreated by it; a bare pod
   is recreated pending with the same spec, its labels and annotations, and the count of its
-  preemptions (`alloc.dev/preemptions`).
+  preemptions (`alloc.dev/preemptions`), through a note no crash can lose
+  (alloc.adapters.kubernetes.requeue).
 - wait: nothing to do (a pending pod of `alloc`'s scheduler stays pending).
 - drained hosts: cordoned and tainted `alloc.dev/drained=repair:NoSchedule` once no work of
   ours is on them; when the repair system removes that taint, the next apply uncordons the node.
-- a gang found bound in part (a crash inside an apply) has its bound pods requeued first.
+- a gang found bound in part (a crash inside an apply) has its bound pods requeued first, by
+  eviction too (a disruption budget may refuse it: reported, tried again next apply).
+
+Pods the snapshot leaves out but that are bound (a gang bound in part, pods of two things that
+share an id) still hold their GPUs: the snapshot's hosts have that many fewer.
 
 Applying the same plan twice changes nothing the second time: each action is checked against
 the cluster as read at the start of `apply` and reported ok with what was found.
@@ -21,8 +26,8 @@ the cluster as read at the start of `apply` and reported ok with what was found.
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,10 +39,10 @@ from alloc.adapters.base import (
     cluster_snapshot,
 )
 from alloc.adapters.kubernetes.api import KubeApi, KubeError
+from alloc.adapters.kubernetes.gangs import job_sizes
 from alloc.adapters.kubernetes.read import (
     CORDONED,
     DRAIN_TAINT,
-    PREEMPTIONS,
     STARTED,
     KubePod,
     KubeSite,
@@ -48,11 +53,11 @@ from alloc.adapters.kubernetes.read import (
     is_managed,
     workloads_from_pods,
 )
+from alloc.adapters.kubernetes.requeue import Requeue
 from alloc.domain import Action, BudgetTree, Cluster, HostName, Plan, Policy, Snapshot, WorkloadId
 from alloc.policy.contract import allocated_in
 
 DRAIN = {"key": DRAIN_TAINT, "value": "repair", "effect": "NoSchedule"}
-_DROPPED_META = ("uid", "resourceVersion", "creationTimestamp", "selfLink", "generateName")
 
 
 class KubernetesExecutor:
@@ -71,6 +76,7 @@ class KubernetesExecutor:
         self.cluster_name = cluster_name
         self.problems: dict[WorkloadId, str] = {}
         self._ended: tuple[EndedRun, ...] = ()
+        self.requeue = Requeue(api, site.namespaces)
 
     # ------------------------------------------------------------------ reading
     def read(
@@ -81,9 +87,13 @@ class KubernetesExecutor:
         nodes = self.api.nodes()
         cluster = Cluster(self.cluster_name, hosts_from_nodes(nodes, self.site))
         pods = self.api.pods(self.site.scheduler_name, self.site.namespaces)
+        by_key = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
+        if self.requeue.recover(by_key):  # a controller stopped half-way: its pods are back
+            pods = self.api.pods(self.site.scheduler_name, self.site.namespaces)
+        jobs = job_sizes(self.api.jobs(self.site.namespaces))
         limit = self.policy.max_min_runtime_s
         now = datetime.now(UTC)
-        workloads = workloads_from_pods(pods, self.site, cluster, limit, now)
+        workloads = workloads_from_pods(pods, self.site, cluster, limit, now, nodes, jobs)
         self._ended = tuple(
             EndedRun(w.id, w.budget, w.gpus, allocated_in(self.budgets, w), w.started, ended)
             for w, ended in ended_from_pods(pods, self.site, cluster, limit)
@@ -93,6 +103,7 @@ class KubernetesExecutor:
 
     def snapshot(self) -> Snapshot:
         cluster, workloads, _, _ = self.read()
+        cluster = _less_held(cluster, (w for w in workloads if w.blocked))
         read = ((w.workload, w.problem, w.blocked) for w in workloads)
         snapshot, self.problems = cluster_snapshot(
             datetime.now(UTC), self.policy, cluster, self.budgets, read
@@ -207,47 +218,42 @@ class KubernetesExecutor:
                 self.api.bind(pod.namespace, pod.name, node)
                 bound.append(pod)
         except KubeError as e:
-            if bound:
+            if not bound:
+                return False, str(e)
+            try:
                 self._requeue(bound, raw)
+            except KubeError as undo:  # bound in part: the next apply requeues the rest
+                return False, f"{e} (all or none: requeueing its {len(bound)} bound pods: {undo})"
             return False, f"{e} (all or none: {len(bound)} bound pods requeued)"
         return True, f"bound on {where}"
 
     def _preempt(self, found: KubeWorkload, raw: Mapping[tuple[str, str], Any]) -> tuple[bool, str]:
         if not found.workload.running:
             return True, "already stopped"
-        evicted: list[KubePod] = []
-        try:
-            for pod in found.pods:
-                self.api.evict(pod.namespace, pod.name)
-                evicted.append(pod)
-        except KubeError as e:
-            self._requeue(evicted, raw)  # what was stopped goes back to the queue, not lost
-            if e.status == 429:
-                return False, f"a disruption budget refuses the eviction ({e.message})"
-            raise
-        self._requeue(evicted, raw)
+        self._requeue(list(found.pods), raw)
         return True, "evicted, requeued"
 
     def _requeue(self, pods: list[KubePod], raw: Mapping[tuple[str, str], Any]) -> None:
-        """Stop each pod (deleted at once: an evicted pod whose node runs no kubelet would stay
-        Terminating) and put it back in the queue: a controller's pod is recreated by its
-        controller; a bare pod by us, pending, with its preemptions counted."""
-        for pod in pods:
-            self.api.delete(pod.namespace, pod.name)
-            old = raw.get((pod.namespace, pod.name))
-            if old is None or _controlled(old):
-                continue
-            self._create_again(pod, _pending_copy(old))
-
-    def _create_again(self, pod: KubePod, body: dict[str, Any]) -> None:
-        for attempt in range(20):  # the old pod may take a moment to leave
-            try:
-                self.api.create(pod.namespace, body)
-                return
-            except KubeError as e:
-                if e.status != 409 or attempt == 19:
-                    raise
-                time.sleep(0.1)
+        """Evict each pod, then put each back in the queue (alloc.adapters.kubernetes.requeue).
+        A refused eviction stops the rest; what was stopped is still requeued, not lost, and
+        the refusal is raised (KubeError 429, told as a disruption budget's)."""
+        stopped: list[KubePod] = []
+        try:
+            for pod in pods:
+                self.requeue.stop(pod.namespace, pod.name, raw.get((pod.namespace, pod.name)))
+                stopped.append(pod)
+        except KubeError as e:
+            for pod in stopped:
+                self.requeue.again(pod.namespace, pod.name, raw.get((pod.namespace, pod.name)))
+            if e.status == 429:
+                raise KubeError(
+                    f"a disruption budget refuses the eviction of {pods[len(stopped)].name}",
+                    429,
+                    e.message,
+                ) from None
+            raise
+        for pod in stopped:
+            self.requeue.again(pod.namespace, pod.name, raw.get((pod.namespace, pod.name)))
 
     def _drain(self, name: HostName, node: Mapping[str, Any] | None, busy: bool) -> HostResult:
         if node is None:
@@ -311,22 +317,19 @@ def _assign(
     return sorted(out, key=lambda pn: pn[0].name)
 
 
-def _controlled(pod: Mapping[str, Any]) -> bool:
-    refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
-    return any(r.get("controller") for r in refs)
-
-
-def _pending_copy(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod as it was submitted, to queue again: no node, no status, no server fields; its
-    start time dropped and its preemptions counted."""
-    meta = {k: v for k, v in (pod.get("metadata") or {}).items() if k not in _DROPPED_META}
-    meta.pop("deletionTimestamp", None)
-    meta.pop("deletionGracePeriodSeconds", None)
-    meta.pop("managedFields", None)
-    annotations = dict(meta.get("annotations") or {})
-    annotations.pop(STARTED, None)
-    count = str(annotations.get(PREEMPTIONS, "0"))
-    annotations[PREEMPTIONS] = str((int(count) if count.isdigit() else 0) + 1)
-    meta["annotations"] = annotations
-    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+def _less_held(cluster: Cluster, blocked: Iterable[KubeWorkload]) -> Cluster:
+    """The cluster without the GPUs that pods left out of the snapshot hold where they are
+    bound (a host they fill is left out)."""
+    held: dict[str, int] = {}
+    for w in blocked:
+        for pod in w.pods:
+            if pod.node:
+                held[pod.node] = held.get(pod.node, 0) + pod.gpus
+    if not held:
+        return cluster
+    hosts = tuple(
+        replace(h, gpus=h.gpus - held.get(h.name, 0))
+        for h in cluster.hosts
+        if h.gpus > held.get(h.name, 0)
+    )
+    return Cluster(cluster.name, hosts)

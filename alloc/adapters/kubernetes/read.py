@@ -27,8 +27,15 @@ contract is in the pods' annotations:
     alloc.dev/priority: "3"        (default 0)
     alloc.dev/topology: block      (block | any; default block when larger than one node)
 
+    alloc.dev/gang-size: "4"       (a gang's pods; default: its Job's parallelism, else the
+                                    pods found)
+
 A gang whose pods declare different contracts, or a pod whose annotations do not read, runs as
-unallocated work (minimum runtime 0) with the reason for `alloc status`. A workload runs once
+unallocated work (minimum runtime 0) with the reason for `alloc status`. Left out with the
+reason, never placed: a gang that has not started while it misses pods it declares (or its Job
+will create); pods of different things that share an id (a bare pod named like a Job, a gang
+label on it); a pod whose node selector or required node affinity only some nodes of its GPU
+type meet (alloc.adapters.kubernetes.constraints). A workload runs once
 every pod is bound (`spec.nodeName`); it started when it was bound (the `PodScheduled`
 condition the API server sets, else `alloc.dev/started`, kept between the pod's creation and
 now). A single pod larger than every node of its type is left out with the reason, and so is
@@ -40,15 +47,20 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from alloc.adapters.contract import JobContract, contract_of
+from alloc.adapters.kubernetes.constraints import unmet
+from alloc.adapters.kubernetes.gangs import (
+    missing_pods,
+    source,
+    workload_key,
+)
 from alloc.domain import BudgetPath, Cluster, Host, HostName, HostState, Workload, WorkloadId
 
 PREFIX = "alloc.dev/"
-WORKLOAD_LABEL = PREFIX + "workload"
 QUEUE_LABEL = PREFIX + "queue"
 STARTED = PREFIX + "started"  # written by `apply` when it binds a pod (ISO 8601, UTC)
 PREEMPTIONS = PREFIX + "preemptions"  # how often the pod was requeued by `alloc`
@@ -160,37 +172,33 @@ def pod_gpus(pod: Mapping[str, Any], site: KubeSite) -> int:
     return total
 
 
-def workload_key(pod: Mapping[str, Any]) -> tuple[str, str]:
-    """(namespace, workload name) of a pod: its gang's label, the Job that owns it, or
-    itself. A `job-name` label alone does not join a Job's gang: the Job must own the pod (a
-    pod labelled by hand would otherwise make someone's running gang look bound in part)."""
-    meta = pod.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    job = labels.get("job-name")
-    owned = job and any(
-        r.get("kind") == "Job" and r.get("name") == job and r.get("controller")
-        for r in meta.get("ownerReferences") or ()
-    )
-    name = labels.get(WORKLOAD_LABEL) or (job if owned else None) or meta.get("name", "")
-    return str(meta.get("namespace", "")), str(name)
-
-
 def workloads_from_pods(
     pods: Iterable[Mapping[str, Any]],
     site: KubeSite,
     cluster: Cluster,
     max_min_runtime_s: float,
     now: datetime,
+    nodes: Iterable[Mapping[str, Any]] = (),
+    jobs: Mapping[tuple[str, str], int] | None = None,
 ) -> tuple[KubeWorkload, ...]:
-    """The managed workloads pending or bound (ended pods are `ended_from_pods`')."""
+    """The managed workloads pending or bound (ended pods are `ended_from_pods`'). `nodes`
+    (the API's) are for the pods' node constraints (alloc.adapters.kubernetes.constraints),
+    `jobs` the gang sizes of Jobs (`job_sizes`)."""
     groups: defaultdict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for pod in pods:
         if is_managed(pod, site) and (pod.get("status") or {}).get("phase") not in _ENDED:
             groups[workload_key(pod)].append(pod)
-    out = [
-        _workload(key, members, site, cluster, max_min_runtime_s, now)
-        for key, members in groups.items()
-    ]
+    labels = {
+        str((n.get("metadata") or {}).get("name")): (n.get("metadata") or {}).get("labels") or {}
+        for n in nodes
+    }
+    labels = {name: found for name, found in labels.items() if name in cluster.by_name}
+    out = []
+    for key, members in groups.items():
+        read = _workload(key, members, site, cluster, max_min_runtime_s, now)
+        if read is not None and not read.blocked:
+            read = _check_whole(read, key, members, site, labels, jobs or {})
+        out.append(read)
     return tuple(sorted((w for w in out if w is not None), key=lambda w: w.workload.id))
 
 
@@ -285,6 +293,36 @@ def _workload(
             "takes whole nodes (each pod asks for all of a node's GPUs)"
         )
     return KubeWorkload(workload, pods, contract.problem, blocked)
+
+
+def _check_whole(
+    read: KubeWorkload,
+    key: tuple[str, str],
+    members: list[Mapping[str, Any]],
+    site: KubeSite,
+    nodes: Mapping[str, Mapping[str, str]],
+    jobs: Mapping[tuple[str, str], int],
+) -> KubeWorkload:
+    """Blocked, with the reason, when its pods come from things that share its id, when a gang
+    that has not started misses pods it declares, or when its pods ask for nodes that only
+    some of its type are."""
+    sources = sorted({source(p) for p in members})
+    why = ""
+    if len(sources) > 1:
+        why = (
+            f"the id {read.workload.id} names {' and '.join(sources)}: rename one (pods of "
+            "different workloads are never one gang)"
+        )
+    elif not read.workload.running:
+        why = missing_pods(key, members, jobs, len(read.pods)) or next(
+            (
+                found
+                for p in members
+                if (found := unmet(p, nodes, site.gpu_type_label, read.workload.gpu_type))
+            ),
+            "",
+        )
+    return replace(read, blocked=why) if why else read
 
 
 def _contract(pod: Mapping[str, Any], max_min_runtime_s: float) -> JobContract:
