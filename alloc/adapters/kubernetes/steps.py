@@ -1,0 +1,132 @@
+"""Every change `alloc` makes to a Kubernetes cluster, as one API request: a `Step` (method,
+path, body). The executor sends them (alloc.adapters.kubernetes.api.KubeApi.send) and `alloc
+export` writes them down (alloc.adapters.kubernetes.export): the same requests either way,
+so an exported plan applied later does what the executor would have done.
+
+Bodies are the API's own JSON (Binding v1, Eviction policy/v1beta1 for a 1.20 server, Pod v1,
+ConfigMap v1, merge patches of Pods and Nodes); tests validate them against the server's
+OpenAPI schema (tests/data/k8s-1.20-openapi.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    what: str  # for people: "bind ns/pod to node"
+    method: str  # POST | PATCH | PUT | DELETE
+    path: str  # the API path, each name quoted
+    body: Mapping[str, Any] | None = None
+    query: tuple[tuple[str, str], ...] = ()
+    merge_patch: bool = False  # PATCH bodies are JSON merge patches
+    done_if: tuple[int, ...] = ()  # answers that mean it is done already (404 on a delete)
+    conflict_waits: int = 0  # 409 answers waited out (0.1 s each): a pod still leaving
+    target: tuple[str, str, str] = ("", "", "")  # a patch's (resource, namespace, name)
+
+    @property
+    def url(self) -> str:
+        """The path with its query, as `kubectl ... --raw` takes it."""
+        if not self.query:
+            return self.path
+        return self.path + "?" + "&".join(f"{k}={quote(v, safe='')}" for k, v in self.query)
+
+
+def _seg(name: str) -> str:
+    return quote(name, safe="")
+
+
+def _pod_path(namespace: str, pod: str) -> str:
+    return f"/api/v1/namespaces/{_seg(namespace)}/pods/{_seg(pod)}"
+
+
+def bind(namespace: str, pod: str, node: str) -> Step:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": pod, "namespace": namespace},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    return Step(
+        f"bind {namespace}/{pod} to {node}", "POST", _pod_path(namespace, pod) + "/binding", body
+    )
+
+
+def annotate(namespace: str, pod: str, annotations: Mapping[str, str | None]) -> Step:
+    body = {"metadata": {"annotations": dict(annotations)}}
+    return Step(
+        f"annotate {namespace}/{pod}",
+        "PATCH",
+        _pod_path(namespace, pod),
+        body,
+        merge_patch=True,
+        target=("pod", namespace, pod),
+    )
+
+
+def evict(namespace: str, pod: str) -> Step:
+    """An Eviction: a disruption budget that forbids it answers 429 (never retried). Gone
+    already (404): done."""
+    body = {
+        "apiVersion": "policy/v1beta1",
+        "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": namespace},
+        "deleteOptions": {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+    }
+    path = _pod_path(namespace, pod) + "/eviction"
+    return Step(f"evict {namespace}/{pod}", "POST", path, body, done_if=(404,))
+
+
+def delete_pod(namespace: str, pod: str) -> Step:
+    """At once (grace 0): a pod whose node runs no kubelet, or that was evicted, would
+    otherwise stay Terminating. Gone already: done."""
+    return Step(
+        f"delete {namespace}/{pod}",
+        "DELETE",
+        _pod_path(namespace, pod),
+        query=(("gracePeriodSeconds", "0"),),
+        done_if=(404,),
+    )
+
+
+def create_pod(namespace: str, pod: Mapping[str, Any]) -> Step:
+    """Its old self may take a moment to leave: a conflict is waited out."""
+    name = str((pod.get("metadata") or {}).get("name"))
+    path = f"/api/v1/namespaces/{_seg(namespace)}/pods"
+    return Step(f"create {namespace}/{name}", "POST", path, pod, conflict_waits=50)
+
+
+def patch_node(name: str, patch: Mapping[str, Any]) -> Step:
+    return Step(
+        f"patch node {name}",
+        "PATCH",
+        f"/api/v1/nodes/{_seg(name)}",
+        patch,
+        merge_patch=True,
+        target=("node", "", name),
+    )
+
+
+def create_config_map(namespace: str, body: Mapping[str, Any]) -> Step:
+    name = str(body["metadata"]["name"])
+    path = f"/api/v1/namespaces/{_seg(namespace)}/configmaps"
+    return Step(f"create config map {namespace}/{name}", "POST", path, _as_config_map(body))
+
+
+def replace_config_map(namespace: str, body: Mapping[str, Any]) -> Step:
+    name = str(body["metadata"]["name"])
+    path = f"/api/v1/namespaces/{_seg(namespace)}/configmaps/{_seg(name)}"
+    return Step(f"replace config map {namespace}/{name}", "PUT", path, _as_config_map(body))
+
+
+def delete_config_map(namespace: str, name: str) -> Step:
+    path = f"/api/v1/namespaces/{_seg(namespace)}/configmaps/{_seg(name)}"
+    return Step(f"delete config map {namespace}/{name}", "DELETE", path, done_if=(404,))
+
+
+def _as_config_map(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", **body}
