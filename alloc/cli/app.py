@@ -293,6 +293,10 @@ from alloc.cli.sim_cmd import whatif as _whatif  # noqa: E402
 app.command(name="simulate")(_simulate)
 app.command(name="whatif")(_whatif)
 
+from alloc.cli.export_cmd import export as _export  # noqa: E402
+
+app.command(name="export")(_export)
+
 
 def main() -> None:
     app()

@@ -57,14 +57,15 @@ def check_writable(option: str, path: Path, folder: bool = False) -> None:
         raise InputError(option, "", f"cannot write {path}: {parent} is not writable")
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write whole or not at all: a temporary file in the same folder, then a rename."""
+def write_atomically(path: Path, text: str, mode: int = 0o666) -> None:
+    """Write whole or not at all: a temporary file in the same folder, then a rename. The file
+    has `mode` less the umask (as open() would create it) before it appears under its name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         mask = os.umask(0)
         os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)  # as open() would create it, not mkstemp's owner-only
+        os.fchmod(fd, mode & ~mask)  # as open() would create it, not mkstemp's owner-only
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)

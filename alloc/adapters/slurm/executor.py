@@ -13,13 +13,14 @@
 
 Applying the same plan twice changes nothing the second time: each action is checked against
 the cluster as read at the start of `apply` (a running job is not started again, a stopped
-one not stopped again) and reported ok with what was found.
+one not stopped again) and reported ok with what was found. Which commands an action takes is
+chosen in one place, alloc.adapters.slurm.actions, which `alloc export --to slurm` uses too.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from alloc.adapters.base import (
@@ -29,6 +30,7 @@ from alloc.adapters.base import (
     HostResult,
     cluster_snapshot,
 )
+from alloc.adapters.slurm.actions import DRAINED_REASON, SlurmAction, plan_actions, seen_from
 from alloc.adapters.slurm.commands import SlurmCommands, SlurmError
 from alloc.adapters.slurm.read import (
     SlurmJob,
@@ -38,7 +40,6 @@ from alloc.adapters.slurm.read import (
     jobs_from_squeue,
 )
 from alloc.domain import (
-    Action,
     BudgetTree,
     Cluster,
     HostName,
@@ -49,7 +50,7 @@ from alloc.domain import (
 )
 from alloc.policy.contract import allocated_in
 
-DRAINED_REASON = "alloc: drain complete, ready for repair"
+__all__ = ["DRAINED_REASON", "SlurmExecutor"]
 
 
 class SlurmExecutor:
@@ -105,83 +106,39 @@ class SlurmExecutor:
         nodes = self.commands.run("sinfo", "-h", "-N", "-o", "%N %t")
         return hashlib.sha256((jobs + "\n" + nodes).encode()).hexdigest()
 
-    def apply(self, plan: Plan) -> ApplyReport:
-        """Preemptions first (they free the nodes), then holds, then starts, then drains."""
+    def actions(self, plan: Plan) -> tuple[SlurmAction, ...]:
+        """What `apply(plan)` would ask of Slurm now: the cluster is read, nothing changed."""
         _, jobs, reasons = self.read()
-        by_id = {j.workload.id: j for j in jobs}
-        results = []
-        # Preemptions free nodes; holds come before releases, so a job released earlier that
-        # the plan now keeps waiting cannot take the nodes another job is released onto.
-        order = {Action.PREEMPT: 0, Action.WAIT: 1, Action.START: 2}
-        acting = sorted(
-            (d for d in plan.decisions if d.action in order), key=lambda d: order[d.action]
-        )
-        for d in acting:
-            job = by_id.get(d.workload)
-            if job is None:
-                results.append(ActionResult(d.workload, d.action, False, "no such job in Slurm"))
-                continue
+        return plan_actions(plan, seen_from(jobs, reasons))
+
+    def apply(self, plan: Plan) -> ApplyReport:
+        """Preemptions first (they free the nodes), then holds, then starts, then drains
+        (alloc.adapters.slurm.actions chooses the commands)."""
+        return self.carry_out(self.actions(plan))
+
+    def carry_out(self, actions: Iterable[SlurmAction]) -> ApplyReport:
+        """Run each action's steps in order; an action whose step fails stops there and is
+        reported failed with Slurm's message, and the next action is tried."""
+        results, hosts = [], []
+        for a in actions:
+            ok, detail = a.ok, a.detail
             try:
-                done = self._act(d.action, job, dict(d.hosts))
+                for step in a.steps:
+                    self.commands.run(*step.argv)
             except SlurmError as e:
-                done = (False, e.message)
-            if done is not None:
-                ok, detail = done
-                results.append(
-                    ActionResult(
-                        d.workload,
-                        d.action,
-                        ok,
-                        detail,
-                        datetime.now(UTC),
-                        changed=not detail.startswith("already"),
-                    )
+                ok, detail = False, e.message
+            if a.host is not None:
+                hosts.append(HostResult(a.host, ok, detail, changed=bool(a.steps)))
+                continue
+            assert a.workload is not None
+            results.append(
+                ActionResult(
+                    a.workload,
+                    a.action,
+                    ok,
+                    detail,
+                    datetime.now(UTC) if a.found else None,
+                    changed=not detail.startswith("already"),
                 )
-        # A host is handed to repair once a fresh read finds nothing on it (the plan lists it
-        # in the round its last work is preempted: that work is still stopping).
-        busy = {h for j in jobs if j.state != "PENDING" for h in j.workload.hosts}
-        drained = tuple(self._drained(name, reasons, name in busy) for name in plan.drained_hosts)
-        return ApplyReport(tuple(results), drained)
-
-    def _act(
-        self, action: Action, job: SlurmJob, hosts: dict[HostName, int]
-    ) -> tuple[bool, str] | None:
-        """Carry out one action: (ok, detail); None when there was nothing to do or report
-        (a waiting job already held)."""
-        w = job.workload
-        if action is Action.PREEMPT:
-            if job.state == "PENDING":
-                return True, "already stopped"
-            self.commands.run("scontrol", "requeuehold", str(w.id))
-            return True, "requeued, held"
-        if action is Action.START:
-            if job.state != "PENDING":
-                where = ",".join(sorted(w.hosts))
-                if set(w.hosts) == set(hosts):
-                    return True, f"already running on {where}"
-                return False, f"already running elsewhere ({where})"
-            names = ",".join(sorted(hosts))
-            if not job.held and job.pinned == names:
-                return True, f"already released on {names}"
-            pin = ("scontrol", "update", f"JobId={w.id}", f"NodeList={names}")
-            self.commands.run(*pin, f"NumNodes={len(hosts)}")
-            self.commands.run("scontrol", "release", str(w.id))
-            return True, f"released on {names}"
-        if action is Action.WAIT and job.state == "PENDING" and not job.held:
-            self.commands.run("scontrol", "hold", str(w.id))
-            return True, "held"
-        return None
-
-    def _drained(self, name: HostName, reasons: Mapping[HostName, str], busy: bool) -> HostResult:
-        reason = reasons.get(name, "")
-        if reason.startswith(DRAINED_REASON):
-            return HostResult(name, True, "already marked", changed=False)
-        if busy:
-            return HostResult(name, True, "work still on it: marked once it has left", False)
-        new = DRAINED_REASON + (f" ({reason})" if reason else "")
-        drain = ("scontrol", "update", f"NodeName={name}", "State=DRAIN")
-        try:
-            self.commands.run(*drain, f"Reason={new[:200]}")
-        except SlurmError as e:
-            return HostResult(name, False, e.message)
-        return HostResult(name, True, "marked for repair")
+            )
+        return ApplyReport(tuple(results), tuple(hosts))
