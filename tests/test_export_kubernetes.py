@@ -271,3 +271,87 @@ def test_a_cluster_file_that_does_not_read_is_refused_with_the_reason(tmp_path, 
     path.write_text(text)
     with pytest.raises(ValueError, match=problem):
         ClusterFile(path)
+
+
+CONFIG = """\
+name: k
+executor: kubernetes
+state: sqlite:///{db}
+policy: {{solver: greedy, time_limit: 5s}}
+budgets:
+  name: lab
+  children:
+    - {{name: nlp, share: 50%}}
+    - {{name: vision, share: 50%}}
+kubernetes:
+  kubeconfig: {kubeconfig}
+  queues: {{nlp: nlp, vision: vision}}
+"""
+
+
+def cli_setup(tmp_path: Path) -> tuple[Path, Path, Path, list[Step]]:
+    """A plan of the lab's cluster file, the config, and the requests it exports to."""
+    from alloc.io import dump_plan
+
+    steps, (plan, _) = export_of(tmp_path, lab())
+    (tmp_path / "plan.json").write_text(dump_plan(plan))
+    config = tmp_path / "controller.yaml"
+    config.write_text(CONFIG.format(db=tmp_path / "s.db", kubeconfig=tmp_path / "none"))
+    return tmp_path / "plan.json", config, tmp_path / "cluster.json", steps
+
+
+def cli(*args: object):
+    from typer.testing import CliRunner
+
+    from alloc.cli.app import app
+
+    return CliRunner().invoke(app, ["export", *map(str, args)])
+
+
+def test_the_command_prints_the_requests_of_a_plan_for_a_cluster_file(tmp_path):
+    plan, config, cluster, steps = cli_setup(tmp_path)
+    result = cli(plan, "--to", "kubernetes", "--config", config, "--cluster", cluster)
+    assert result.exit_code == 0, result.output
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert [(d["method"], d["path"]) for d in docs] == [(s.method, s.url) for s in steps]
+    assert f"cluster: {cluster} (a file of the cluster)" in result.stdout
+
+
+def test_the_command_writes_the_yaml_and_an_executable_script_into_a_folder(tmp_path):
+    plan, config, cluster, steps = cli_setup(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["--to", "kubernetes", "--config", config, "--cluster", cluster, "-o", out]
+    result = cli(plan, *args)
+    assert result.exit_code == 0, result.output
+    assert f"{len(steps)} requests (dry run: nothing was sent)" in result.output
+    assert (out / "alloc-plan.sh").stat().st_mode & 0o111
+    assert subprocess.run(["bash", "-n", str(out / "alloc-plan.sh")]).returncode == 0
+    assert len([d for d in yaml.safe_load_all((out / "alloc-plan.yaml").read_text()) if d]) == len(
+        steps
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--cluster", "{cluster}"], "give the controller config of the Kubernetes cluster"),
+        (["--config", "{config}", "--cluster", "{cluster}", "--apply"], "leave out --cluster"),
+        (["--config", "{config}", "--cluster", "{plan}"], "expected a List of objects"),
+        (["--config", "{config}", "--cluster", "{cluster}", "-o", "{missing}"], "no such folder"),
+    ],
+)
+def test_bad_export_arguments_are_bad_input_and_write_nothing(tmp_path, extra, message):
+    plan, config, cluster, _ = cli_setup(tmp_path)
+    names = {"cluster": cluster, "config": config, "plan": plan, "missing": tmp_path / "nope"}
+    before = sorted(tmp_path.rglob("*"))
+    result = cli(plan, "--to", "kubernetes", *[a.format(**names) for a in extra])
+    assert result.exit_code == 2, result.output
+    assert message in result.output + result.stderr
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_cluster_file_is_only_for_kubernetes(tmp_path):
+    plan, _, cluster, _ = cli_setup(tmp_path)
+    result = cli(plan, "--to", "slurm", "--cluster", cluster)
+    assert result.exit_code == 2 and "only for --to kubernetes" in result.output + result.stderr

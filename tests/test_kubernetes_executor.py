@@ -357,3 +357,36 @@ def test_a_gang_bound_in_part_is_requeued_by_eviction_and_keeps_its_gpus_while_r
     executor.apply(plan)
     assert kube.placements()["g-0"] is None
     assert _notes(kube) == []
+
+
+def test_a_pod_that_ends_while_it_is_being_preempted_is_not_run_again(kube):
+    for i in range(4):
+        kube.pod(f"free-{i}", 8, queue="nlp", min_runtime=None)
+    executor = executor_of(kube)
+    round_once(executor)
+    for i in range(4):
+        kube.set_phase(f"free-{i}", "Running")
+    kube.pod("owed", 8, queue="vision")
+    snapshot = executor.snapshot()
+    plan = run_round(snapshot)
+    assert validate(snapshot, plan) == []
+    (victim,) = [d.workload.split("/")[1] for d in plan.decisions if d.action is Action.PREEMPT]
+
+    class EndsFirst(KubeApi):
+        """The kubelet reports the pod done between the apply's read and its eviction."""
+
+        def __init__(self, api: KubeApi) -> None:
+            self.__dict__.update(api.__dict__)
+
+        def evict(self, namespace: str, pod: str, uid: str = "", resource_version: str = ""):
+            kube.set_phase(pod, "Succeeded")
+            super().evict(namespace, pod, uid, resource_version)
+
+    executor.api = executor.requeue.api = EndsFirst(kube.api)
+    report = executor.apply(plan)
+    (refused,) = [r for r in report.results if r.action is Action.PREEMPT]
+    assert not refused.ok and "changed since the round read it" in refused.detail
+    pods = kube.pods()
+    assert pods[victim].status.phase == "Succeeded"  # it ended: not stopped, not run again
+    assert PREEMPTIONS not in (pods[victim].metadata.annotations or {})
+    assert _notes(kube) == []

@@ -374,3 +374,12 @@ def test_node_constraints_are_judged_among_the_nodes_of_the_pod_s_gpu_type():
     p = pod("p", 8, selector={"gpu.type": "a100", "zone": "x"})
     (w,) = workloads_from_pods([p], site, cluster, EIGHT_H, NOW, nodes)
     assert w.blocked == "" and w.workload.gpu_type == "a100"
+
+
+def test_a_gang_member_that_succeeded_counts_toward_its_declared_size():
+    gang = {"alloc.dev/workload": "g"}
+    size = {"alloc.dev/gang-size": "2"}
+    done = pod("g-0", 8, labels=gang, annotations=size, node_name="n1", phase="Succeeded")
+    rest = pod("g-1", 8, labels=gang, annotations=size)
+    w = read([done, rest])["vision/g"]
+    assert w.blocked == "" and w.workload.gpus == 8

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
+from alloc.cli.export_k8s import export_kubernetes
 from alloc.domain import Action, Plan
 from alloc.io import InputError, load_plan
 
@@ -37,6 +38,7 @@ class ExportRequest:
     output: Path | None  # an existing folder to write into; None: print to stdout
     config: Path | None  # a controller config: the cluster to read and, with apply, act on
     apply: bool  # run the actions (config is then given)
+    cluster: Path | None = None  # Kubernetes: read this kubectl-get file, not the API
 
 
 Exporter = Callable[[ExportRequest], int]  # the exit code: 0, or 1 when an action failed
@@ -59,8 +61,17 @@ def export(
     apply: Annotated[
         bool, typer.Option("--apply", help="Run the actions on the cluster of --config.")
     ] = False,
+    cluster: Annotated[
+        Path | None,
+        typer.Option(
+            "--cluster",
+            help="Kubernetes: read the cluster from this file (kubectl get nodes,pods,jobs,"
+            "configmaps -A -o json), not from the API of --config.",
+        ),
+    ] = None,
 ) -> None:
-    """Export a plan as a cluster manager's actions (a Slurm script of scontrol commands);
+    """Export a plan as a cluster manager's actions (a Slurm script of scontrol commands, or
+    Kubernetes API requests as YAML and a kubectl script);
     a dry run unless --apply."""
 
     def act() -> int:
@@ -80,7 +91,9 @@ def export(
                 missing = "is not a folder" if output.exists() else "no such folder"
                 raise InputError("--output", "", f"{output}: {missing}")
             check_writable("--output", output, folder=True)
-        return exporter(ExportRequest(plan, load_plan(plan), output, config, apply))
+        if cluster is not None and to != "kubernetes":
+            raise InputError("--cluster", "", "only for --to kubernetes")
+        return exporter(ExportRequest(plan, load_plan(plan), output, config, apply, cluster))
 
     code = guarded(act)
     if code:
@@ -138,11 +151,6 @@ def export_slurm(request: ExportRequest) -> int:
     failed = sum(1 for ok, _, _ in lines if not ok)
     out.print(f"{len(lines) - failed} ok, {failed} failed", highlight=False)
     return 1 if failed else 0
-
-
-def export_kubernetes(request: ExportRequest) -> int:
-    """Kubernetes manifests and patches (issue 16): being built."""
-    raise InputError("--to", "", "kubernetes export: not built yet")
 
 
 EXPORTERS: dict[str, Exporter] = {"slurm": export_slurm, "kubernetes": export_kubernetes}

@@ -221,7 +221,7 @@ class KubernetesExecutor:
             if not bound:
                 return False, str(e)
             try:
-                self._requeue(bound, raw)
+                self._requeue(bound, raw, as_read=False)  # just bound by us: changed
             except KubeError as undo:  # bound in part: the next apply requeues the rest
                 return False, f"{e} (all or none: requeueing its {len(bound)} bound pods: {undo})"
             return False, f"{e} (all or none: {len(bound)} bound pods requeued)"
@@ -233,24 +233,30 @@ class KubernetesExecutor:
         self._requeue(list(found.pods), raw)
         return True, "evicted, requeued"
 
-    def _requeue(self, pods: list[KubePod], raw: Mapping[tuple[str, str], Any]) -> None:
-        """Evict each pod, then put each back in the queue (alloc.adapters.kubernetes.requeue).
-        A refused eviction stops the rest; what was stopped is still requeued, not lost, and
-        the refusal is raised (KubeError 429, told as a disruption budget's)."""
+    def _requeue(
+        self, pods: list[KubePod], raw: Mapping[tuple[str, str], Any], as_read: bool = True
+    ) -> None:
+        """Evict each pod, then put each back in the queue (alloc.adapters.kubernetes.requeue);
+        `as_read`: only if it has not changed since `raw` was read (a pod that succeeded
+        meanwhile is not run again). A refused eviction stops the rest; what was stopped is
+        still requeued, not lost, and the refusal is raised (KubeError 429, a disruption
+        budget's; 409, a pod that changed)."""
         stopped: list[KubePod] = []
         try:
             for pod in pods:
-                self.requeue.stop(pod.namespace, pod.name, raw.get((pod.namespace, pod.name)))
+                found = raw.get((pod.namespace, pod.name))
+                self.requeue.stop(pod.namespace, pod.name, found, as_read)
                 stopped.append(pod)
         except KubeError as e:
             for pod in stopped:
                 self.requeue.again(pod.namespace, pod.name, raw.get((pod.namespace, pod.name)))
+            name = pods[len(stopped)].name
             if e.status == 429:
-                raise KubeError(
-                    f"a disruption budget refuses the eviction of {pods[len(stopped)].name}",
-                    429,
-                    e.message,
-                ) from None
+                why = f"a disruption budget refuses the eviction of {name}"
+                raise KubeError(why, 429, e.message) from None
+            if e.status == 409:
+                why = f"{name} changed since the round read it (it may have ended): not stopped"
+                raise KubeError(why, 409, e.message) from None
             raise
         for pod in stopped:
             self.requeue.again(pod.namespace, pod.name, raw.get((pod.namespace, pod.name)))

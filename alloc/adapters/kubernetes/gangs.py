@@ -70,9 +70,11 @@ def missing_pods(
     members: list[Mapping[str, Any]],
     jobs: Mapping[tuple[str, str], int],
     present: int,
+    finished: int = 0,
 ) -> str:
     """Why a gang waits for pods not yet submitted ("" if it does not): its pods' declared
-    `alloc.dev/gang-size`, else its Job's size."""
+    `alloc.dev/gang-size` (pods of it that succeeded count: the rest runs without them),
+    else its Job's size (the Job's own count of successes says how many are still to run)."""
     declared = {str((p["metadata"].get("annotations") or {}).get(GANG_SIZE, "")) for p in members}
     declared.discard("")
     if len(declared) > 1:
@@ -82,6 +84,7 @@ def missing_pods(
         size = _whole(text, 0) if len(text) <= 6 else 0
         if size <= 0:
             return f"{GANG_SIZE}: expected a whole number of pods, got {text[:40]!r}"
+        present += finished
     else:
         job = job_of(members[0])
         size = jobs.get((key[0], job), present) if job else present

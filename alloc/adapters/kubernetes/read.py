@@ -185,9 +185,15 @@ def workloads_from_pods(
     (the API's) are for the pods' node constraints (alloc.adapters.kubernetes.constraints),
     `jobs` the gang sizes of Jobs (`job_sizes`)."""
     groups: defaultdict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    finished: defaultdict[tuple[str, str], int] = defaultdict(int)
     for pod in pods:
-        if is_managed(pod, site) and (pod.get("status") or {}).get("phase") not in _ENDED:
+        if not is_managed(pod, site):
+            continue
+        phase = (pod.get("status") or {}).get("phase")
+        if phase not in _ENDED:
             groups[workload_key(pod)].append(pod)
+        elif phase == "Succeeded":
+            finished[workload_key(pod)] += 1
     labels = {
         str((n.get("metadata") or {}).get("name")): (n.get("metadata") or {}).get("labels") or {}
         for n in nodes
@@ -197,7 +203,7 @@ def workloads_from_pods(
     for key, members in groups.items():
         read = _workload(key, members, site, cluster, max_min_runtime_s, now)
         if read is not None and not read.blocked:
-            read = _check_whole(read, key, members, site, labels, jobs or {})
+            read = _check_whole(read, key, members, site, labels, jobs or {}, finished[key])
         out.append(read)
     return tuple(sorted((w for w in out if w is not None), key=lambda w: w.workload.id))
 
@@ -302,6 +308,7 @@ def _check_whole(
     site: KubeSite,
     nodes: Mapping[str, Mapping[str, str]],
     jobs: Mapping[tuple[str, str], int],
+    finished: int = 0,
 ) -> KubeWorkload:
     """Blocked, with the reason, when its pods come from things that share its id, when a gang
     that has not started misses pods it declares, or when its pods ask for nodes that only
@@ -314,7 +321,7 @@ def _check_whole(
             "different workloads are never one gang)"
         )
     elif not read.workload.running:
-        why = missing_pods(key, members, jobs, len(read.pods)) or next(
+        why = missing_pods(key, members, jobs, len(read.pods), finished) or next(
             (
                 found
                 for p in members

@@ -63,14 +63,21 @@ class Requeue:
         self.api = api
         self.namespaces = namespaces
 
-    def stop(self, namespace: str, name: str, raw: Mapping[str, Any] | None) -> None:
+    def stop(
+        self, namespace: str, name: str, raw: Mapping[str, Any] | None, as_read: bool = True
+    ) -> None:
         """Evict the pod (a disruption budget's refusal raises KubeError 429), after writing
-        its copy down if it is bare."""
+        its copy down if it is bare. Only the pod `raw` is (its uid) and, `as_read`, only as
+        it was read: a pod that changed since (it succeeded meanwhile) is not stopped, 409,
+        and never run twice."""
         bare = raw is not None and not controlled(raw)
         if raw is not None and bare:
             self._note(namespace, name, raw)
+        meta = (raw or {}).get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        version = str(meta.get("resourceVersion") or "") if as_read else ""
         try:
-            self.api.evict(namespace, name)
+            self.api.evict(namespace, name, uid, version)
         except KubeError:
             if bare:  # not stopped: nothing to finish
                 self.api.delete_config_map(namespace, note_name(name))

@@ -68,14 +68,19 @@ def annotate(namespace: str, pod: str, annotations: Mapping[str, str | None]) ->
     )
 
 
-def evict(namespace: str, pod: str) -> Step:
+def evict(namespace: str, pod: str, uid: str = "", resource_version: str = "") -> Step:
     """An Eviction: a disruption budget that forbids it answers 429 (never retried). Gone
-    already (404): done."""
+    already (404): done. With `uid` (and `resource_version`), only that pod as it was read:
+    one that changed since (it ended, or was replaced) answers 409."""
+    options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+    if preconditions:
+        options["preconditions"] = preconditions
     body = {
         "apiVersion": "policy/v1beta1",
         "kind": "Eviction",
         "metadata": {"name": pod, "namespace": namespace},
-        "deleteOptions": {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+        "deleteOptions": options,
     }
     path = _pod_path(namespace, pod) + "/eviction"
     return Step(f"evict {namespace}/{pod}", "POST", path, body, done_if=(404,))
