@@ -252,7 +252,7 @@ def test_hostile_names_in_the_cluster_stay_data_in_the_script(tmp_path, name):
             assert argv == ["delete", "--raw", step.url]
         else:
             resource, namespace, target = step.target
-            assert argv[:2] == ["patch", resource] and argv[2] == target
+            assert argv[:2] == ["patch", f"{resource}/{target}"]
             assert json.loads(argv[argv.index("-p") + 1]) == json.loads(json.dumps(step.body))
     for line in script.splitlines():
         assert not line.startswith("#") or "\n" not in line  # comments stay one line each

@@ -5,6 +5,7 @@ drains, two GPU types. Every plan is checked against SPEC.md's invariants."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -155,11 +156,17 @@ def test_a_disruption_budget_that_refuses_an_eviction_is_a_failed_action(kube):
                 "spec": {"minAvailable": 1, "selector": {"matchLabels": {"pdb": str(i)}}},
             },
         )
+    for i in range(4):
+        _budget_counted(kube, f"keep-{i}")
     kube.pod("owed", 8, queue="vision")
     _, _, report = round_once(executor)
     refused = [r for r in report.failed if r.action is Action.PREEMPT]
     assert refused and "disruption budget" in refused[0].detail
     assert all(kube.placements()[f"free-{i}"] for i in range(4))  # nobody was stopped
+    # and the start that needed its node is not made: the node is still full
+    (start,) = [r for r in report.results if r.action is Action.START]
+    assert not start.ok and "not started" in start.detail and "0 free" in start.detail
+    assert kube.placements()["owed"] is None
 
 
 def test_a_cordoned_node_is_drained_tainted_and_uncordoned_once_repaired(kube):
@@ -215,7 +222,7 @@ def test_a_finished_gang_is_an_ended_run(kube):
     assert (ended.workload, ended.gpus, ended.charged) == (f"{kube.namespace}/g", 16, True)
 
 
-def test_a_gang_whose_eviction_is_refused_in_part_loses_no_pod(kube):
+def test_a_gang_whose_eviction_is_refused_for_one_pod_is_not_stopped_at_all(kube):
     for i in range(4):  # one unallocated gang on the whole cluster
         kube.pod(f"g-{i}", 8, queue="nlp", gang="g", min_runtime=None)
     executor = executor_of(kube)
@@ -235,8 +242,8 @@ def test_a_gang_whose_eviction_is_refused_in_part_loses_no_pod(kube):
     assert not refused.ok and "disruption budget" in refused.detail
     where = kube.placements()
     assert set(where) == {"g-0", "g-1", "g-2", "g-3", "owed"}  # every pod still exists
-    assert where["g-3"] is not None  # the budget kept it
-    assert [where[f"g-{i}"] for i in range(3)] == [None, None, None]  # requeued, pending
+    # the budget is asked before any pod goes: none of the gang is stopped
+    assert all(where[f"g-{i}"] for i in range(4)) and where["owed"] is None
 
 
 def test_a_job_s_pods_are_one_gang_bound_together_and_end_as_one_run(kube):
@@ -295,8 +302,12 @@ def test_a_controller_killed_between_evicting_and_recreating_a_pod_loses_no_pod(
     assert _notes(kube) == [note_name("solo")]
     kube.api.delete(kube.namespace, "solo")  # gone (an eviction at grace 0 may have done it)
     assert "solo" not in kube.pods()
-    # A new controller's first read finishes it: the pod is back, pending, counted.
+    # A new controller's first apply finishes it (a snapshot alone writes nothing: `alloc
+    # status` reads one): the pod is back, pending, counted, and the next round sees it.
     restarted = executor_of(kube)
+    assert restarted.snapshot().workloads == ()
+    assert _notes(kube) == [note_name("solo")]
+    round_once(restarted)
     (w,) = restarted.snapshot().workloads
     assert w.id == f"{kube.namespace}/solo" and not w.running
     pods = kube.pods()
@@ -311,7 +322,7 @@ def test_a_note_whose_pod_was_never_stopped_is_dropped_and_the_pod_left_alone(ku
     round_once(executor)
     raw = _raw(kube, "solo")
     executor.requeue._note(kube.namespace, "solo", raw)  # killed before the eviction
-    executor_of(kube).snapshot()
+    round_once(executor_of(kube))
     assert _notes(kube) == []
     assert kube.pods()["solo"].metadata.uid == raw["metadata"]["uid"]  # the same pod
     assert kube.placements()["solo"]
@@ -390,3 +401,116 @@ def test_a_pod_that_ends_while_it_is_being_preempted_is_not_run_again(kube):
     assert pods[victim].status.phase == "Succeeded"  # it ended: not stopped, not run again
     assert PREEMPTIONS not in (pods[victim].metadata.annotations or {})
     assert _notes(kube) == []
+
+
+def _budget_counted(kube: Kube, name: str, healthy: int = 1) -> None:
+    """Wait until the disruption controller has counted the budget's healthy pods."""
+    policy = kube.api.models.PolicyV1beta1Api(kube.api.client)
+    for _ in range(100):
+        budget = policy.read_namespaced_pod_disruption_budget(name, kube.namespace)
+        if budget.status and budget.status.current_healthy == healthy:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the disruption budget {name} was never counted")
+
+
+def foreign(kube: Kube, name: str, node: str, gpus: int = 8) -> None:
+    """A pod another scheduler placed (created bound, with nodeName)."""
+    body = {
+        "metadata": {"name": name},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {"name": "m", "image": "x", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+            ],
+        },
+    }
+    kube.core.create_namespaced_pod(kube.namespace, body)
+
+
+def test_gpus_of_pods_alloc_does_not_manage_are_not_given_again(kube):
+    foreign(kube, "theirs", NODES[0])
+    foreign(kube, "half", NODES[1], gpus=4)
+    for i in range(3):
+        kube.pod(f"p-{i}", 8, queue="nlp")
+    kube.pod("small", 4, queue="vision")
+    executor = executor_of(kube)
+    snapshot, plan, report = round_once(executor)
+    assert NODES[0] not in snapshot.cluster.by_name
+    assert snapshot.cluster.by_name[NODES[1]].gpus == 4
+    assert report.failed == ()
+    where = kube.placements()
+    assert where["small"] == NODES[1]
+    assert [name for name, node in where.items() if node == NODES[0]] == ["theirs"]
+    placed = [where[f"p-{i}"] for i in range(3)]
+    assert placed.count(None) == 1 and {n for n in placed if n} == set(NODES[2:])
+
+
+def test_work_on_a_node_holding_more_than_it_has_is_left_out_and_rounds_go_on(kube):
+    kube.pod("ours", 8, queue="nlp")
+    executor = executor_of(kube)
+    round_once(executor)
+    node = kube.placements()["ours"]
+    foreign(kube, "by-hand", node)  # 16 GPUs on an 8-GPU node
+    kube.pod("next", 8, queue="vision")
+    snapshot, plan, report = round_once(executor)  # validates: no node given twice
+    assert node not in snapshot.cluster.by_name
+    assert f"{kube.namespace}/ours" not in snapshot.by_id
+    assert "which holds 16 GPUs of its 8" in executor.notes()[f"{kube.namespace}/ours"]
+    assert report.failed == () and kube.placements()["next"] not in (None, node)
+
+
+def test_a_gang_is_not_evicted_in_part_when_its_budget_allows_fewer_evictions(kube):
+    for i in range(4):  # one unallocated gang on the whole cluster, under one budget
+        kube.pod(f"g-{i}", 8, queue="nlp", gang="g", min_runtime=None)
+    executor = executor_of(kube)
+    round_once(executor)
+    for i in range(4):
+        kube.set_phase(f"g-{i}", "Running")
+        kube.core.patch_namespaced_pod(
+            f"g-{i}", kube.namespace, {"metadata": {"labels": {"pdb": "g"}}}
+        )
+    kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
+        kube.namespace,
+        {
+            "metadata": {"name": "one"},
+            "spec": {"minAvailable": 3, "selector": {"matchLabels": {"pdb": "g"}}},
+        },
+    )
+    _budget_counted(kube, "one", healthy=4)  # 4 healthy, 3 to keep: one eviction allowed
+    kube.pod("owed", 8, queue="vision")
+    _, _, report = round_once(executor)
+    (refused,) = [r for r in report.results if r.action is Action.PREEMPT]
+    assert not refused.ok and "allows 1 evictions now and the gang has 4 pods" in refused.detail
+    assert all(kube.placements()[f"g-{i}"] for i in range(4))  # none of it was stopped
+    assert kube.placements()["owed"] is None
+
+
+def test_binding_a_pod_where_it_is_bound_already_is_done(kube):
+    kube.pod("a", 8, queue="nlp")
+    kube.api.bind(kube.namespace, "a", NODES[0])
+    kube.api.bind(kube.namespace, "a", NODES[0])  # a retry after a lost answer
+    with pytest.raises(KubeError):
+        kube.api.bind(kube.namespace, "a", NODES[1])
+
+
+def test_a_note_alloc_did_not_write_makes_no_pod(kube):
+    """Whoever may write ConfigMaps in a managed namespace cannot have alloc create pods."""
+    copy = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "evil", "namespace": kube.namespace},
+        "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "m", "image": "x"}]},
+    }
+    for name, pod in (("hand-made", copy), (note_name("evil"), copy)):
+        kube.core.create_namespaced_config_map(
+            kube.namespace,
+            {
+                "metadata": {"name": name, "labels": {NOTE_LABEL: "true"}},
+                "data": {"pod": json.dumps(pod), "uid": "x"},
+            },
+        )
+    executor = executor_of(kube)
+    round_once(executor)
+    assert "evil" not in kube.pods()

@@ -251,7 +251,9 @@ def test_a_start_time_is_the_binding_s_not_a_user_s_annotation():
     # A user may annotate their own pod; the PodScheduled condition is the API server's.
     forged = {"alloc.dev/started": "9999-12-31T23:00:00Z"}
     p = pod("p", 2, node_name="n1", annotations=forged)
-    assert read([p])["vision/p"].workload.started == NOW  # kept no later than now
+    # A start in the future is not believed: the pod's creation instead (a fixed time, so its
+    # run is one run, not a new one each read, and its protection ends).
+    assert read([p])["vision/p"].workload.started == datetime(2026, 12, 2, 11, 0, tzinfo=UTC)
     p["status"]["conditions"] = [
         {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-12-02T11:20:00Z"}
     ]
@@ -383,3 +385,18 @@ def test_a_gang_member_that_succeeded_counts_toward_its_declared_size():
     rest = pod("g-1", 8, labels=gang, annotations=size)
     w = read([done, rest])["vision/g"]
     assert w.blocked == "" and w.workload.gpus == 8
+
+
+def test_alloc_s_own_cordon_stops_counting_once_repaired_but_no_other_mark_does():
+    repaired = {"annotations": {"alloc.dev/cordoned": "true"}, "spec": {"unschedulable": True}}
+    assert hosts_from_nodes([node("a", **repaired)], SITE)[0].state is HostState.READY
+    tainted = {
+        "annotations": {"alloc.dev/cordoned": "true"},
+        "spec": {
+            "unschedulable": True,
+            "taints": [{"key": "repair.example/busy", "effect": "NoSchedule"}],
+        },
+    }
+    assert hosts_from_nodes([node("b", **tainted)], SITE)[0].state is HostState.UNHEALTHY
+    retiring = {**repaired, "labels": {"alloc.dev/retire": "yes"}}
+    assert hosts_from_nodes([node("c", **retiring)], SITE)[0].state is HostState.RETIRED

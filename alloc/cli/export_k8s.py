@@ -6,7 +6,6 @@ DIR/alloc-plan.sh (kubectl calls); sent with --apply."""
 from __future__ import annotations
 
 import sys
-from dataclasses import fields
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,7 @@ SCRIPT_NAME = "alloc-plan.sh"
 
 
 def export_kubernetes(request: ExportRequest) -> int:
-    from alloc.adapters.kubernetes.api import KubeApi, KubeConnection
+    from alloc.adapters.kubernetes.api import KubeApi
     from alloc.adapters.kubernetes.export import (
         ClusterFile,
         apply_steps,
@@ -29,7 +28,7 @@ def export_kubernetes(request: ExportRequest) -> int:
         render_script,
         render_yaml,
     )
-    from alloc.adapters.kubernetes.read import KubeSite
+    from alloc.controller.build import kubernetes_api, kubernetes_site
     from alloc.io.controller_config import load_controller_config
 
     if request.config is None:
@@ -43,8 +42,13 @@ def export_kubernetes(request: ExportRequest) -> int:
     if request.cluster is not None and request.apply:
         raise InputError("--apply", "", "acts on the API of --config: leave out --cluster")
     settings = load_controller_config(request.config)
-    k = settings.kubernetes
-    site = KubeSite(**{f.name: getattr(k, f.name) for f in fields(KubeSite)})
+    if settings.executor != "kubernetes":
+        raise InputError(
+            str(request.config),
+            "executor",
+            f"expected kubernetes (the cluster to export for), got {settings.executor}",
+        )
+    site = kubernetes_site(settings)
     source: KubeApi | ClusterFile
     if request.cluster is not None:
         try:
@@ -53,10 +57,7 @@ def export_kubernetes(request: ExportRequest) -> int:
             raise InputError(str(request.cluster), "items", str(e)) from None
         where = f"{request.cluster} (a file of the cluster)"
     else:
-        try:
-            source = KubeApi(KubeConnection(k.kubeconfig, k.context, k.timeout_s, k.attempts))
-        except Exception as e:  # the client's config errors: a missing or unreadable file
-            raise InputError(str(request.config), "kubernetes", f"cannot connect: {e}") from None
+        source = kubernetes_api(settings)
         where = f"the API of {request.config}"
     plan = request.plan
     steps, report = plan_steps(plan, site, settings.budgets, settings.policy, source, settings.name)

@@ -4,6 +4,7 @@ the executor shows it, with the fair-share usage of the controller's own ledger)
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from typing import TYPE_CHECKING
 
 from alloc.adapters.base import Executor
 from alloc.controller.budgets import with_shares
@@ -11,6 +12,10 @@ from alloc.controller.state import StateStore
 from alloc.domain import BudgetTree, Snapshot
 from alloc.io import InputError
 from alloc.io.controller_config import ControllerSettings
+
+if TYPE_CHECKING:
+    from alloc.adapters.kubernetes.api import KubeApi
+    from alloc.adapters.kubernetes.read import KubeSite
 
 
 def live_snapshot(
@@ -39,6 +44,26 @@ def controller_view(
     return replace(snapshot, budgets=tree, usage_gpu_hours=usage, workloads=workloads)
 
 
+def kubernetes_site(settings: ControllerSettings) -> KubeSite:
+    """How the config's Kubernetes cluster maps to alloc's terms (its `kubernetes:` part)."""
+    from alloc.adapters.kubernetes.read import KubeSite
+
+    k = settings.kubernetes
+    return KubeSite(**{f.name: getattr(k, f.name) for f in fields(KubeSite)})
+
+
+def kubernetes_api(settings: ControllerSettings) -> KubeApi:
+    """The client of the config's Kubernetes API (no call made yet); bad settings raise
+    InputError."""
+    from alloc.adapters.kubernetes.api import KubeApi, KubeConnection
+
+    k = settings.kubernetes
+    try:
+        return KubeApi(KubeConnection(k.kubeconfig, k.context, k.timeout_s, k.attempts))
+    except Exception as e:  # the client's config errors: a missing or unreadable file
+        raise InputError(settings.file, "kubernetes", f"cannot connect: {e}") from None
+
+
 def executor_for(settings: ControllerSettings, kind: str | None = None) -> Executor:
     """The executor `kind` names (default: the config's): slurm, kubernetes, or a simulated
     cluster kept in a file. Bad settings raise InputError."""
@@ -52,17 +77,15 @@ def executor_for(settings: ControllerSettings, kind: str | None = None) -> Execu
         commands = SlurmCommands(timeout_s=s.command_timeout_s, attempts=s.attempts)
         return SlurmExecutor(site, settings.budgets, settings.policy, commands, settings.name)
     if kind == "kubernetes":
-        from alloc.adapters.kubernetes.api import KubeApi, KubeConnection
         from alloc.adapters.kubernetes.executor import KubernetesExecutor
-        from alloc.adapters.kubernetes.read import KubeSite
 
-        k = settings.kubernetes
-        kube_site = KubeSite(**{f.name: getattr(k, f.name) for f in fields(KubeSite)})
-        try:
-            api = KubeApi(KubeConnection(k.kubeconfig, k.context, k.timeout_s, k.attempts))
-        except Exception as e:  # the client's config errors: a missing or unreadable file
-            raise InputError(settings.file, "kubernetes", f"cannot connect: {e}") from None
-        return KubernetesExecutor(kube_site, settings.budgets, api, settings.policy, settings.name)
+        return KubernetesExecutor(
+            kubernetes_site(settings),
+            settings.budgets,
+            kubernetes_api(settings),
+            settings.policy,
+            settings.name,
+        )
     if kind == "sim":
         from alloc.adapters.simcluster import SimCluster
         from alloc.io import load_instance

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -65,6 +65,15 @@ class KubeApi:
     def pods(self, scheduler_name: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
         selector = ("fieldSelector", f"spec.schedulerName={scheduler_name}")
         return self._list_in("pods", namespaces, selector)
+
+    def bound_pods(self) -> list[dict[str, Any]]:
+        """Every live pod bound to a node, of any scheduler and namespace: what holds GPUs."""
+        selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+        return self._list("pods", None, ("fieldSelector", selector))
+
+    def disruption_budgets(self, namespace: str) -> list[dict[str, Any]]:
+        """The PodDisruptionBudgets of a namespace (policy/v1beta1 on a 1.20 server)."""
+        return self._list("poddisruptionbudgets", namespace, group="/apis/policy/v1beta1")
 
     def jobs(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
         """The Jobs (batch/v1) of the managed namespaces (all when none is named)."""
@@ -150,21 +159,37 @@ class KubeApi:
                 time.sleep(0.1)
 
     def bind(self, namespace: str, pod: str, node: str) -> None:
-        self.send(steps.bind(namespace, pod, node))
+        """A conflict that is the pod bound there already (a retry after an answer that was
+        lost) is done."""
+        try:
+            self.send(steps.bind(namespace, pod, node))
+        except KubeError as e:
+            if e.status != 409:
+                raise
+            found = self._list("pods", namespace, ("fieldSelector", f"metadata.name={pod}"))
+            if not found or (found[0].get("spec") or {}).get("nodeName") != node:
+                raise
 
     def annotate(self, namespace: str, pod: str, annotations: dict[str, str | None]) -> None:
         self.send(steps.annotate(namespace, pod, annotations))
 
-    def evict(self, namespace: str, pod: str, uid: str = "", resource_version: str = "") -> None:
+    def evict(
+        self,
+        namespace: str,
+        pod: str,
+        uid: str = "",
+        resource_version: str = "",
+        dry_run: bool = False,
+    ) -> None:
         """A disruption budget that forbids it answers 429, a pod changed since it was read
         (with `uid`, `resource_version`) 409: raised, never retried."""
-        self.send(steps.evict(namespace, pod, uid, resource_version))
+        self.send(steps.evict(namespace, pod, uid, resource_version, dry_run))
 
     def delete(self, namespace: str, pod: str) -> None:
         self.send(steps.delete_pod(namespace, pod))
 
-    def create(self, namespace: str, pod: dict[str, Any]) -> None:
-        self.send(steps.create_pod(namespace, pod))
+    def create(self, namespace: str, pod: dict[str, Any], conflict_waits: int = 50) -> None:
+        self.send(replace(steps.create_pod(namespace, pod), conflict_waits=conflict_waits))
 
     def patch_node(self, name: str, patch: dict[str, Any]) -> None:
         self.send(steps.patch_node(name, patch))

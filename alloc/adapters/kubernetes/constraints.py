@@ -59,6 +59,17 @@ def unmet(
     )
 
 
+def selects(selector: Mapping[str, Any] | None, labels: Labels) -> bool:
+    """A label selector (matchLabels and matchExpressions) picks these labels; an empty one
+    picks nothing (a policy/v1beta1 disruption budget's rule)."""
+    if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+        return False
+    wanted = selector.get("matchLabels") or {}
+    return all(labels.get(k) == v for k, v in wanted.items()) and all(
+        _expression(e, labels) for e in selector.get("matchExpressions") or ()
+    )
+
+
 def _term(term: Mapping[str, Any], labels: Labels) -> bool:
     """A node selector term: all its expressions hold (fields are not labels: a term with
     matchFields is not met)."""

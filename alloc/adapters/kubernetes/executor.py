@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +39,8 @@ from alloc.adapters.base import (
     cluster_snapshot,
 )
 from alloc.adapters.kubernetes.api import KubeApi, KubeError
+from alloc.adapters.kubernetes.capacity import fit, free_gpus, others
+from alloc.adapters.kubernetes.constraints import selects
 from alloc.adapters.kubernetes.gangs import job_sizes
 from alloc.adapters.kubernetes.read import (
     CORDONED,
@@ -76,37 +78,37 @@ class KubernetesExecutor:
         self.cluster_name = cluster_name
         self.problems: dict[WorkloadId, str] = {}
         self._ended: tuple[EndedRun, ...] = ()
-        self.requeue = Requeue(api, site.namespaces)
+        self.requeue = Requeue(api, site.namespaces, site.scheduler_name)
 
     # ------------------------------------------------------------------ reading
-    def read(
-        self,
-    ) -> tuple[Cluster, tuple[KubeWorkload, ...], list[dict[str, Any]], list[dict[str, Any]]]:
-        """The cluster, the managed workloads (blocked ones included), and the raw nodes and
-        pods they were read from."""
+    def read(self, recover: bool = False) -> KubeRead:
+        """The cluster, the managed workloads (blocked ones included, those on a node holding
+        more than it has too), and what they were read from. `recover` (apply only, so that
+        `alloc status` writes nothing): first finish the requeues a killed controller left."""
         nodes = self.api.nodes()
         cluster = Cluster(self.cluster_name, hosts_from_nodes(nodes, self.site))
         pods = self.api.pods(self.site.scheduler_name, self.site.namespaces)
         by_key = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
-        if self.requeue.recover(by_key):  # a controller stopped half-way: its pods are back
+        if recover and self.requeue.recover(by_key):  # its pods are back: read them
             pods = self.api.pods(self.site.scheduler_name, self.site.namespaces)
         jobs = job_sizes(self.api.jobs(self.site.namespaces))
+        held = others(self.api.bound_pods(), self.site)
         limit = self.policy.max_min_runtime_s
         now = datetime.now(UTC)
         workloads = workloads_from_pods(pods, self.site, cluster, limit, now, nodes, jobs)
+        room, workloads = fit(cluster, workloads, held)
         self._ended = tuple(
             EndedRun(w.id, w.budget, w.gpus, allocated_in(self.budgets, w), w.started, ended)
             for w, ended in ended_from_pods(pods, self.site, cluster, limit)
             if w.started is not None
         )
-        return cluster, workloads, nodes, pods
+        return KubeRead(cluster, room, workloads, nodes, pods, held)
 
     def snapshot(self) -> Snapshot:
-        cluster, workloads, _, _ = self.read()
-        cluster = _less_held(cluster, (w for w in workloads if w.blocked))
-        read = ((w.workload, w.problem, w.blocked) for w in workloads)
+        found = self.read()
+        read = ((w.workload, w.problem, w.blocked) for w in found.workloads)
         snapshot, self.problems = cluster_snapshot(
-            datetime.now(UTC), self.policy, cluster, self.budgets, read
+            datetime.now(UTC), self.policy, found.room, self.budgets, read
         )
         return snapshot
 
@@ -153,14 +155,17 @@ class KubernetesExecutor:
     def apply(self, plan: Plan) -> ApplyReport:
         """Gangs bound in part are requeued, then preemptions (they free nodes), then starts,
         then drains."""
-        _, workloads, nodes, pods = self.read()
-        raw = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
+        found = self.read(recover=True)
+        workloads, nodes = found.workloads, found.nodes
+        raw = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in found.pods}
         by_id = {w.workload.id: w for w in workloads}
+        free = free_gpus(found.cluster, workloads, found.held)
         results = []
         for w in workloads:
             if w.blocked.startswith("bound in part"):
                 try:
                     self._requeue([p for p in w.pods if p.node], raw)
+                    _credit(free, w.pods)
                 except KubeError as e:  # reported; the rest of the plan still applies
                     results.append(ActionResult(w.workload.id, Action.PREEMPT, False, str(e)))
         order = {Action.PREEMPT: 0, Action.START: 1}
@@ -168,17 +173,18 @@ class KubernetesExecutor:
             (d for d in plan.decisions if d.action in order), key=lambda d: order[d.action]
         )
         for d in acting:
-            found = by_id.get(d.workload)
-            if found is None or found.blocked:
-                why = found.blocked if found is not None else "no such workload in Kubernetes"
+            target = by_id.get(d.workload)
+            if target is None or target.blocked:
+                why = target.blocked if target is not None else "no such workload in Kubernetes"
                 results.append(ActionResult(d.workload, d.action, False, why))
                 continue
             try:
-                ok, detail = (
-                    self._preempt(found, raw)
-                    if d.action is Action.PREEMPT
-                    else self._start(found, dict(d.hosts), raw)
-                )
+                if d.action is Action.PREEMPT:
+                    ok, detail = self._preempt(target, raw)
+                    if ok and not detail.startswith("already"):
+                        _credit(free, target.pods)
+                else:
+                    ok, detail = self._start(target, dict(d.hosts), raw, free)
             except KubeError as e:
                 ok, detail = False, str(e)
             results.append(
@@ -198,7 +204,11 @@ class KubernetesExecutor:
         return ApplyReport(tuple(results), tuple(hosts))
 
     def _start(
-        self, found: KubeWorkload, hosts: dict[HostName, int], raw: Mapping[tuple[str, str], Any]
+        self,
+        found: KubeWorkload,
+        hosts: dict[HostName, int],
+        raw: Mapping[tuple[str, str], Any],
+        free: dict[str, int],
     ) -> tuple[bool, str]:
         w = found.workload
         where = ",".join(sorted(hosts))
@@ -210,6 +220,10 @@ class KubernetesExecutor:
         if targets is None:
             sizes = "/".join(str(p.gpus) for p in found.pods)
             return False, f"its pods ({sizes} GPUs) do not fit the planned {hosts}"
+        short = sorted(h for h, gpus in hosts.items() if free.get(h, 0) < gpus)
+        if short:  # a preemption before it was refused, or work alloc does not manage
+            room = ", ".join(f"{h} has {max(0, free.get(h, 0))} free" for h in short)
+            return False, f"not started: {room} (the work that was to leave is still there)"
         started = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         bound: list[KubePod] = []
         try:
@@ -225,6 +239,8 @@ class KubernetesExecutor:
             except KubeError as undo:  # bound in part: the next apply requeues the rest
                 return False, f"{e} (all or none: requeueing its {len(bound)} bound pods: {undo})"
             return False, f"{e} (all or none: {len(bound)} bound pods requeued)"
+        for h, gpus in hosts.items():
+            free[h] = free.get(h, 0) - gpus
         return True, f"bound on {where}"
 
     def _preempt(self, found: KubeWorkload, raw: Mapping[tuple[str, str], Any]) -> tuple[bool, str]:
@@ -241,6 +257,17 @@ class KubernetesExecutor:
         meanwhile is not run again). A refused eviction stops the rest; what was stopped is
         still requeued, not lost, and the refusal is raised (KubeError 429, a disruption
         budget's; 409, a pod that changed)."""
+        if len(pods) > 1:  # a gang: asked first, so that a refusal stops none of it
+            self._budgets_allow(pods, raw)
+            for pod in pods:
+                meta = (raw.get((pod.namespace, pod.name)) or {}).get("metadata") or {}
+                version = str(meta.get("resourceVersion") or "") if as_read else ""
+                try:
+                    self.api.evict(
+                        pod.namespace, pod.name, str(meta.get("uid") or ""), version, True
+                    )
+                except KubeError as e:
+                    raise _refusal(e, pod.name) from None
         stopped: list[KubePod] = []
         try:
             for pod in pods:
@@ -250,16 +277,32 @@ class KubernetesExecutor:
         except KubeError as e:
             for pod in stopped:
                 self.requeue.again(pod.namespace, pod.name, raw.get((pod.namespace, pod.name)))
-            name = pods[len(stopped)].name
-            if e.status == 429:
-                why = f"a disruption budget refuses the eviction of {name}"
-                raise KubeError(why, 429, e.message) from None
-            if e.status == 409:
-                why = f"{name} changed since the round read it (it may have ended): not stopped"
-                raise KubeError(why, 409, e.message) from None
-            raise
+            raise _refusal(e, pods[len(stopped)].name) from None
         for pod in stopped:
             self.requeue.again(pod.namespace, pod.name, raw.get((pod.namespace, pod.name)))
+
+    def _budgets_allow(self, pods: list[KubePod], raw: Mapping[tuple[str, str], Any]) -> None:
+        """Each disruption budget over pods of the gang allows as many evictions now as it
+        has pods there (each eviction alone would pass, the gang's would not); else
+        KubeError 429 and none is stopped."""
+        for namespace in sorted({p.namespace for p in pods}):
+            for budget in self.api.disruption_budgets(namespace):
+                selector = (budget.get("spec") or {}).get("selector")
+                mine = [
+                    p
+                    for p in pods
+                    if p.namespace == namespace
+                    and selects(selector, _labels(raw.get((p.namespace, p.name))))
+                ]
+                allowed = (budget.get("status") or {}).get("disruptionsAllowed") or 0
+                if len(mine) > int(allowed):
+                    name = (budget.get("metadata") or {}).get("name")
+                    raise KubeError(
+                        f"a disruption budget ({name}) allows {allowed} evictions now and "
+                        f"the gang has {len(mine)} pods under it: none of it is stopped",
+                        429,
+                        "",
+                    )
 
     def _drain(self, name: HostName, node: Mapping[str, Any] | None, busy: bool) -> HostResult:
         if node is None:
@@ -292,6 +335,8 @@ class KubernetesExecutor:
                 continue
             if any(t.get("key") == DRAIN_TAINT for t in spec.get("taints") or ()):
                 continue  # still waiting for repair
+            if self.site.retire_label in (meta.get("labels") or {}):
+                continue  # to be removed, not returned
             patch = {
                 "metadata": {"annotations": {CORDONED: None}},
                 "spec": {"unschedulable": False},
@@ -323,19 +368,32 @@ def _assign(
     return sorted(out, key=lambda pn: pn[0].name)
 
 
-def _less_held(cluster: Cluster, blocked: Iterable[KubeWorkload]) -> Cluster:
-    """The cluster without the GPUs that pods left out of the snapshot hold where they are
-    bound (a host they fill is left out)."""
-    held: dict[str, int] = {}
-    for w in blocked:
-        for pod in w.pods:
-            if pod.node:
-                held[pod.node] = held.get(pod.node, 0) + pod.gpus
-    if not held:
-        return cluster
-    hosts = tuple(
-        replace(h, gpus=h.gpus - held.get(h.name, 0))
-        for h in cluster.hosts
-        if h.gpus > held.get(h.name, 0)
-    )
-    return Cluster(cluster.name, hosts)
+def _credit(free: dict[str, int], pods: Iterable[KubePod]) -> None:
+    """The GPUs of pods stopped: free again."""
+    for pod in pods:
+        if pod.node in free:
+            free[pod.node] += pod.gpus
+
+
+@dataclass(frozen=True, slots=True)
+class KubeRead:
+    cluster: Cluster  # as the nodes are
+    room: Cluster  # less what is held on each node (alloc.adapters.kubernetes.capacity)
+    workloads: tuple[KubeWorkload, ...]
+    nodes: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
+    held: dict[str, int]  # GPUs by node of pods alloc does not manage
+
+
+def _refusal(e: KubeError, name: str) -> KubeError:
+    """An eviction's refusal told as what it means."""
+    if e.status == 429:
+        return KubeError(f"a disruption budget refuses the eviction of {name}", 429, e.message)
+    if e.status == 409:
+        why = f"{name} changed since the round read it (it may have ended): not stopped"
+        return KubeError(why, 409, e.message)
+    return e
+
+
+def _labels(pod: Mapping[str, Any] | None) -> dict[str, str]:
+    return dict(((pod or {}).get("metadata") or {}).get("labels") or {})

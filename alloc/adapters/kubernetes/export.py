@@ -37,7 +37,8 @@ class ClusterFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
             raise ValueError(f"cannot read it: {str(e)[:200]}") from None
         items = data.get("items") if isinstance(data, dict) else None
@@ -57,8 +58,19 @@ class ClusterFile:
             if (p.get("spec") or {}).get("schedulerName") == scheduler_name
         ]
 
+    def bound_pods(self) -> list[dict[str, Any]]:
+        return [
+            p
+            for p in self.by_kind.get("Pod", ())
+            if (p.get("spec") or {}).get("nodeName")
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+
     def jobs(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
         return self._in(self.by_kind.get("Job", ()), namespaces)
+
+    def disruption_budgets(self, namespace: str) -> list[dict[str, Any]]:
+        return self._in(self.by_kind.get("PodDisruptionBudget", ()), (namespace,))
 
     def config_maps(self, selector: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
         key, _, value = selector.partition("=")
@@ -92,6 +104,12 @@ class RecordingApi(KubeApi):
 
     def jobs(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
         return self.source.jobs(namespaces)
+
+    def bound_pods(self) -> list[dict[str, Any]]:
+        return self.source.bound_pods()
+
+    def disruption_budgets(self, namespace: str) -> list[dict[str, Any]]:
+        return self.source.disruption_budgets(namespace)
 
     def config_maps(self, selector: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
         return self.source.config_maps(selector, namespaces)
@@ -187,7 +205,8 @@ def _command(step: Step) -> str:
         return f"{head} delete {q(step.url)}"
     resource, namespace, name = step.target
     where = f" -n {q(namespace)}" if namespace else ""
-    return f"{head} patch {q(resource)} {q(name)}{where} -p {body}"
+    # resource/name: one argument, never read as a flag (a name starting with "-")
+    return f"{head} patch {q(f'{resource}/{name}')}{where} -p {body}"
 
 
 def _plain(body: Mapping[str, Any] | None) -> Any:

@@ -141,12 +141,16 @@ def host_state(node: Mapping[str, Any], site: KubeSite) -> HostState:
     if not ready or any(t.get("effect") == "NoExecute" for t in taints):
         return HostState.MAINTENANCE
     meta = node.get("metadata") or {}
-    if CORDONED in (meta.get("annotations") or {}) and not any(
-        t.get("key") == DRAIN_TAINT for t in taints
-    ):
-        return HostState.READY  # repaired: alloc cordoned it, the repair system untainted it
-    if spec.get("unschedulable") or any(t.get("effect") == "NoSchedule" for t in taints):
-        labels = meta.get("labels") or {}
+    # Cordoned by alloc, and its drain taint removed by the repair system: alloc's own
+    # cordon no longer counts (the next apply lifts it); every other mark still does.
+    labels = meta.get("labels") or {}
+    repaired = (
+        CORDONED in (meta.get("annotations") or {})
+        and not any(t.get("key") == DRAIN_TAINT for t in taints)
+        and site.retire_label not in labels
+    )
+    cordoned = bool(spec.get("unschedulable")) and not repaired
+    if cordoned or any(t.get("effect") == "NoSchedule" for t in taints):
         return HostState.RETIRED if site.retire_label in labels else HostState.UNHEALTHY
     return HostState.READY
 
@@ -360,9 +364,10 @@ def _whole_nodes(pods: tuple[KubePod, ...], gpu_type: str | None, cluster: Clust
 
 def _started(pod: Mapping[str, Any], now: datetime) -> datetime:
     """When the pod was bound: the `PodScheduled` condition the API server sets on binding
-    (pod status, which users do not write), else `alloc.dev/started`, else the kubelet's start
-    time; never before the pod was created nor after `now` (an annotation is user input: a
-    start in the future would protect work forever)."""
+    (pod status, which users do not write), else the kubelet's start time, else
+    `alloc.dev/started` if it is not in the future (an annotation is user input: a start that
+    stays ahead of every read would protect work forever), else its creation (a pod created
+    bound, with `nodeName`); never before the pod was created nor after `now`."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     scheduled = [
@@ -370,13 +375,15 @@ def _started(pod: Mapping[str, Any], now: datetime) -> datetime:
         for c in status.get("conditions") or ()
         if c.get("type") == "PodScheduled" and c.get("status") == "True"
     ]
+    declared = _time((meta.get("annotations") or {}).get(STARTED))
+    created = _time(meta.get("creationTimestamp"))
     found = (
         next((t for t in scheduled if t is not None), None)
-        or _time((meta.get("annotations") or {}).get(STARTED))
         or _time(status.get("startTime"))
+        or (declared if declared is not None and declared <= now else None)
+        or created
         or now
     )
-    created = _time(meta.get("creationTimestamp"))
     if created is not None and found < created:
         found = created
     return min(found, now)

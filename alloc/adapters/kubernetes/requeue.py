@@ -46,7 +46,8 @@ def pending_copy(pod: Mapping[str, Any]) -> dict[str, Any]:
     annotations = dict(meta.get("annotations") or {})
     annotations.pop(STARTED, None)
     count = str(annotations.get(PREEMPTIONS, "0"))
-    annotations[PREEMPTIONS] = str((int(count) if count.isdigit() else 0) + 1)
+    known = count.isascii() and count.isdecimal() and len(count) <= 9  # user input: "²", 10^5000
+    annotations[PREEMPTIONS] = str((int(count) if known else 0) + 1)
     meta["annotations"] = annotations
     spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
@@ -59,9 +60,10 @@ def note_name(pod_name: str) -> str:
 class Requeue:
     """Stop pods and queue them again, through notes a restarted controller can finish."""
 
-    def __init__(self, api: KubeApi, namespaces: tuple[str, ...]) -> None:
+    def __init__(self, api: KubeApi, namespaces: tuple[str, ...], scheduler_name: str) -> None:
         self.api = api
         self.namespaces = namespaces
+        self.scheduler_name = scheduler_name
 
     def stop(
         self, namespace: str, name: str, raw: Mapping[str, Any] | None, as_read: bool = True
@@ -78,10 +80,10 @@ class Requeue:
         version = str(meta.get("resourceVersion") or "") if as_read else ""
         try:
             self.api.evict(namespace, name, uid, version)
-        except KubeError:
-            if bare:  # not stopped: nothing to finish
+        except KubeError as e:
+            if bare and 400 <= e.status < 500:  # refused, so not stopped: nothing to finish
                 self.api.delete_config_map(namespace, note_name(name))
-            raise
+            raise  # no answer: it may have happened; the next read's recover decides
 
     def again(self, namespace: str, name: str, raw: Mapping[str, Any] | None) -> None:
         """After `stop`: remove the pod at once (an evicted pod whose node runs no kubelet
@@ -102,8 +104,14 @@ class Requeue:
             try:
                 copy = json.loads(data["pod"])
                 name, uid = str(copy["metadata"]["name"]), str(data["uid"])
-            except (KeyError, TypeError, ValueError):
-                self.api.delete_config_map(namespace, str(found["metadata"]["name"]))
+                ours = (
+                    found["metadata"]["name"] == note_name(name)
+                    and copy["metadata"].get("namespace") == namespace
+                    and copy["spec"].get("schedulerName") == self.scheduler_name
+                )
+            except (KeyError, TypeError, ValueError, AttributeError):
+                ours = False
+            if not ours:  # not a note alloc wrote: never a pod of it (and left alone)
                 continue
             live = pods.get((namespace, name))
             live_meta = (live or {}).get("metadata") or {}
@@ -116,7 +124,8 @@ class Requeue:
             try:
                 if live is not None:
                     self.api.delete(namespace, name)
-                self._create(namespace, copy)
+                # the name may be another pod's now (another scheduler's): no waiting
+                self._create(namespace, copy, waits=0 if live is None else 50)
             except KubeError:
                 continue  # the note stays: the next read tries again
             self.api.delete_config_map(namespace, note_name(name))
@@ -131,5 +140,6 @@ class Requeue:
         }
         self.api.put_config_map(namespace, body)
 
-    def _create(self, namespace: str, body: dict[str, Any]) -> None:
-        self.api.create(namespace, body)  # a conflict (the old pod leaving) is waited out
+    def _create(self, namespace: str, body: dict[str, Any], waits: int = 50) -> None:
+        """A conflict (the old pod still leaving) is waited out `waits` times, 0.1 s each."""
+        self.api.create(namespace, body, waits)

@@ -68,11 +68,16 @@ def annotate(namespace: str, pod: str, annotations: Mapping[str, str | None]) ->
     )
 
 
-def evict(namespace: str, pod: str, uid: str = "", resource_version: str = "") -> Step:
+def evict(
+    namespace: str, pod: str, uid: str = "", resource_version: str = "", dry_run: bool = False
+) -> Step:
     """An Eviction: a disruption budget that forbids it answers 429 (never retried). Gone
     already (404): done. With `uid` (and `resource_version`), only that pod as it was read:
-    one that changed since (it ended, or was replaced) answers 409."""
+    one that changed since (it ended, or was replaced) answers 409. `dry_run`: the same
+    answer, nothing evicted (a gang is evicted only if every pod of it may be)."""
     options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    if dry_run:
+        options["dryRun"] = ["All"]
     preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
     if preconditions:
         options["preconditions"] = preconditions
@@ -83,7 +88,8 @@ def evict(namespace: str, pod: str, uid: str = "", resource_version: str = "") -
         "deleteOptions": options,
     }
     path = _pod_path(namespace, pod) + "/eviction"
-    return Step(f"evict {namespace}/{pod}", "POST", path, body, done_if=(404,))
+    what = f"evict {namespace}/{pod}" + (" (dry run)" if dry_run else "")
+    return Step(what, "POST", path, body, done_if=(404,))
 
 
 def delete_pod(namespace: str, pod: str) -> Step:
