@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from conftest import ago, host, instance, snapshot_of, solve_checked, workload
 from typer.testing import CliRunner
 
+from alloc.adapters.shell import quote
 from alloc.adapters.slurm.actions import (
     DRAINED_REASON,
     ClusterSeen,
@@ -240,7 +240,9 @@ def test_comments_cannot_be_broken_by_names(folder):
         line = describe(a)
         assert line.isprintable() and len(line) < 1_000, line
         for s in a.steps:
-            text = text.replace(" ".join(shlex.quote(arg) for arg in s.argv) + "\n", "", 1)
+            command = " ".join(quote(arg) for arg in s.argv)
+            assert command.isprintable(), command  # nothing hides a line from a reader
+            text = text.replace(command + "\n", "", 1)
     # what is left is comments, blank lines and the script's own lines
     for line in text.splitlines():
         assert line == "" or line.startswith("#") or line == "set -euo pipefail", line

@@ -103,8 +103,9 @@ def export(
 def export_slurm(request: ExportRequest) -> int:
     """A bash script of `scontrol` commands (alloc.adapters.slurm.script), written to
     DIR/alloc-plan.sh (mode 0755) or printed; with apply, run through SlurmCommands."""
+    from alloc.adapters.shell import comment
     from alloc.adapters.slurm.actions import implied_by, plan_actions
-    from alloc.adapters.slurm.script import SCRIPT_NAME, comment, describe, slurm_script
+    from alloc.adapters.slurm.script import SCRIPT_NAME, describe, slurm_script
 
     plan = request.plan
     _check_arguments(request.plan_file, plan)
@@ -196,7 +197,7 @@ def _warn_unless_job_ids(plan: Plan) -> None:
     acting = [d.workload for d in plan.decisions if d.action is not Action.KEEP]
     odd = [w for w in acting if not _JOB_ID.fullmatch(w)]
     if odd:
-        from alloc.adapters.slurm.script import comment
+        from alloc.adapters.shell import comment
 
         err.print(
             f"warning: {len(odd)} workload ids are not Slurm job ids (e.g. {comment(odd[0])}): "

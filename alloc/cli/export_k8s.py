@@ -99,8 +99,8 @@ def export_kubernetes(request: ExportRequest) -> int:
 
 
 def _refusal(result: object) -> str:
-    from alloc.adapters.kubernetes.export import one_line
+    from alloc.adapters.shell import comment
 
     who = getattr(result, "workload", None) or f"host {getattr(result, 'host', '')}"
     action = getattr(getattr(result, "action", None), "value", "drain")
-    return one_line(f"{who}: {action}: {getattr(result, 'detail', '')}")
+    return comment(f"{who}: {action}: {getattr(result, 'detail', '')}", None)

@@ -154,6 +154,9 @@ class KubeApi:
             except KubeError as e:
                 if e.status in step.done_if:
                     return
+                if e.status == 409 and step.replace_at:
+                    self.send(replace(step, method="PUT", path=step.replace_at, replace_at=""))
+                    return
                 if e.status != 409 or attempt == step.conflict_waits:
                     raise
                 time.sleep(0.1)
@@ -196,12 +199,7 @@ class KubeApi:
 
     def put_config_map(self, namespace: str, body: dict[str, Any]) -> None:
         """Create the ConfigMap, or replace the one of that name."""
-        try:
-            self.send(steps.create_config_map(namespace, body))
-        except KubeError as e:
-            if e.status != 409:
-                raise
-            self.send(steps.replace_config_map(namespace, body))
+        self.send(steps.put_config_map(namespace, body))
 
     def delete_config_map(self, namespace: str, name: str) -> None:
         self.send(steps.delete_config_map(namespace, name))

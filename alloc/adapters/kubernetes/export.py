@@ -8,14 +8,13 @@ would send now; `apply_steps` sends them later, in order, stopping at the first 
 eviction a disruption budget refuses must not be followed by the deletion after it).
 
 Written out as a YAML stream (one document per request: what, method, path, body) and as a
-bash script of `kubectl` calls in which every name and body is quoted (`shlex.quote`): names,
+bash script of `kubectl` calls in which every name and body is quoted (alloc.adapters.shell): names,
 labels and annotations with quotes, newlines or `$( )` stay data.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from alloc.adapters.kubernetes.api import KubeApi, KubeError
 from alloc.adapters.kubernetes.executor import KubernetesExecutor
 from alloc.adapters.kubernetes.read import KubeSite
 from alloc.adapters.kubernetes.steps import Step
+from alloc.adapters.shell import comment, quote
 from alloc.domain import BudgetTree, Plan, Policy
 
 
@@ -153,7 +153,7 @@ def render_yaml(steps: Sequence[Step], header: str) -> str:
         if step.body is not None:
             doc["body"] = _plain(step.body)
         text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
-        docs.append(f"# {i}/{len(steps)}: {one_line(step.what)}\n{text}")
+        docs.append(f"# {i}/{len(steps)}: {comment(step.what)}\n{text}")
     return _comments(header) + "---\n" + "---\n".join(docs) if docs else _comments(header)
 
 
@@ -161,6 +161,13 @@ _SCRIPT_HEAD = r"""#!/usr/bin/env bash
 set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
 post() { "$KUBECTL" create --raw "$1" -f - <<<"$2"; }
+# post_or_put URL BODY PUT_URL: create, or replace what has that name already
+post_or_put() {
+  local out
+  out=$("$KUBECTL" create --raw "$1" -f - <<<"$2" 2>&1 >/dev/null) && return 0
+  [[ $out == *AlreadyExists* ]] || { printf '%s\n' "$out" >&2; return 1; }
+  "$KUBECTL" replace --raw "$3" -f - <<<"$2"
+}
 put() { "$KUBECTL" replace --raw "$1" -f - <<<"$2"; }
 delete() { "$KUBECTL" delete --raw "$1"; }
 patch() { "$KUBECTL" patch "$@" --type merge; }
@@ -185,18 +192,20 @@ def render_script(steps: Sequence[Step], header: str) -> str:
     """A bash script of kubectl calls (KUBECTL and KUBECONFIG from the environment)."""
     lines = [_SCRIPT_HEAD.rstrip("\n"), _comments(header).rstrip("\n")]
     for i, step in enumerate(steps, 1):
-        lines.append(f"# {i}/{len(steps)}: {one_line(step.what)}")
-        lines.append(f"echo {shlex.quote(f'{i}/{len(steps)}: {one_line(step.what)}')}")
+        lines.append(f"# {i}/{len(steps)}: {comment(step.what)}")
+        lines.append(f"echo {quote(f'{i}/{len(steps)}: {comment(step.what)}')}")
         lines.append(_command(step))
-    lines.append(f"echo {shlex.quote(f'done: {len(steps)} requests')}")
+    lines.append(f"echo {quote(f'done: {len(steps)} requests')}")
     return "\n".join(lines) + "\n"
 
 
 def _command(step: Step) -> str:
-    q = shlex.quote
+    q = quote
     gone = "1" if 404 in step.done_if else "0"
     head = f"step {step.conflict_waits} {gone}"
     body = q(json.dumps(_plain(step.body), ensure_ascii=False)) if step.body is not None else ""
+    if step.method == "POST" and step.replace_at:
+        return f"{head} post_or_put {q(step.url)} {body} {q(step.replace_at)}"
     if step.method == "POST":
         return f"{head} post {q(step.url)} {body}"
     if step.method == "PUT":
@@ -213,10 +222,5 @@ def _plain(body: Mapping[str, Any] | None) -> Any:
     return json.loads(json.dumps(body))
 
 
-def one_line(text: str) -> str:
-    """One line of a comment: control characters (newlines, escapes) shown escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def _comments(text: str) -> str:
-    return "".join(f"# {one_line(line)}\n" for line in text.splitlines())
+    return "".join(f"# {comment(line, None)}\n" for line in text.splitlines())

@@ -27,6 +27,7 @@ class Step:
     done_if: tuple[int, ...] = ()  # answers that mean it is done already (404 on a delete)
     conflict_waits: int = 0  # 409 answers waited out (0.1 s each): a pod still leaving
     target: tuple[str, str, str] = ("", "", "")  # a patch's (resource, namespace, name)
+    replace_at: str = ""  # a create that, when the name exists, replaces it there (PUT)
 
     @property
     def url(self) -> str:
@@ -122,22 +123,19 @@ def patch_node(name: str, patch: Mapping[str, Any]) -> Step:
     )
 
 
-def create_config_map(namespace: str, body: Mapping[str, Any]) -> Step:
+def put_config_map(namespace: str, body: Mapping[str, Any]) -> Step:
+    """Create the ConfigMap, or replace the one of that name."""
     name = str(body["metadata"]["name"])
     path = f"/api/v1/namespaces/{_seg(namespace)}/configmaps"
-    return Step(f"create config map {namespace}/{name}", "POST", path, _as_config_map(body))
-
-
-def replace_config_map(namespace: str, body: Mapping[str, Any]) -> Step:
-    name = str(body["metadata"]["name"])
-    path = f"/api/v1/namespaces/{_seg(namespace)}/configmaps/{_seg(name)}"
-    return Step(f"replace config map {namespace}/{name}", "PUT", path, _as_config_map(body))
+    return Step(
+        f"create config map {namespace}/{name}",
+        "POST",
+        path,
+        {"apiVersion": "v1", "kind": "ConfigMap", **body},
+        replace_at=f"{path}/{_seg(name)}",
+    )
 
 
 def delete_config_map(namespace: str, name: str) -> Step:
     path = f"/api/v1/namespaces/{_seg(namespace)}/configmaps/{_seg(name)}"
     return Step(f"delete config map {namespace}/{name}", "DELETE", path, done_if=(404,))
-
-
-def _as_config_map(body: Mapping[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", **body}

@@ -1,7 +1,7 @@
 """A plan's Slurm actions (alloc.adapters.slurm.actions) as a bash script a person can review
 and run: `alloc export PLAN.json --to slurm`.
 
-Every argument is quoted with `shlex.quote`, so a job id, a host name or a node's reason
+Every argument is quoted (alloc.adapters.shell.quote), so a job id, a host name or a node's reason
 holding quotes, newlines, `$( )`, backticks, `;` or any other character stays one argument
 and is never run. Names shown in comments are escaped (a newline is written `\\n`), so they
 cannot end a comment and start a command; very long ones are shortened there (never in the
@@ -10,15 +10,13 @@ commands). Actions with nothing to do, and actions that cannot be done, are comm
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
+from alloc.adapters.shell import comment, quote
 from alloc.adapters.slurm.actions import SlurmAction
 from alloc.domain import Plan
 
 SCRIPT_NAME = "alloc-plan.sh"
-SHOWN = 80  # characters of a name shown in a comment
-_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def slurm_script(plan: Plan, actions: Sequence[SlurmAction], source: Sequence[str]) -> str:
@@ -44,7 +42,7 @@ def slurm_script(plan: Plan, actions: Sequence[SlurmAction], source: Sequence[st
     for a in actions:
         lines.append("")
         lines.append("# " + describe(a))
-        lines.extend(" ".join(shlex.quote(arg) for arg in s.argv) for s in a.steps)
+        lines.extend(" ".join(quote(arg) for arg in s.argv) for s in a.steps)
     return "\n".join(lines) + "\n"
 
 
@@ -56,22 +54,3 @@ def describe(a: SlurmAction) -> str:
     if not a.steps:
         return f"{who}: {a.kind}: nothing to do ({comment(a.detail)})"
     return f"{who}: {a.kind}: " + ", then ".join(comment(s.label) for s in a.steps)
-
-
-def comment(text: str, limit: int | None = SHOWN) -> str:
-    """`text` safe inside a one-line comment: control and other unprintable characters
-    escaped (backslash too, so the escapes read back unambiguously), shortened past `limit`."""
-    long = limit is not None and len(text) > limit
-    shown = f"{text[:limit]}... ({len(text)} characters)" if long else text
-    return "".join(_ESCAPES.get(ch) or (ch if ch.isprintable() else _escape(ch)) for ch in shown)
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    return (
-        f"\\x{code:02x}"
-        if code < 0x100
-        else f"\\u{code:04x}"
-        if code < 0x10000
-        else f"\\U{code:08x}"
-    )
