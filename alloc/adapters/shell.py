@@ -1,9 +1,10 @@
 """Text for the scripts `alloc export` writes (Slurm's and Kubernetes'): arguments quoted so
 that any name stays one argument and is never run, and shown so that no name can hide a line.
 
-`quote`: `shlex.quote` when every character prints; else bash's `$'...'` with each control or
-other unprintable character written as its UTF-8 bytes (a carriage return, an escape sequence or a right-to-left
-override inside a name cannot make the script look other than it is when read with `cat`).
+`quote`: `shlex.quote` when every character prints; else bash's `$'...'` with each control
+or other unprintable character written as its UTF-8 bytes (a carriage return, an escape
+sequence or a right-to-left override inside a name cannot make the script look other than it
+is when read with `cat`).
 `comment`: the same characters escaped in a one-line comment, shortened past a limit.
 """
 
