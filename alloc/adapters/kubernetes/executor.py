@@ -35,17 +35,14 @@ from alloc.adapters.base import (
     ActionResult,
     ApplyReport,
     EndedRun,
-    HostResult,
     cluster_snapshot,
 )
 from alloc.adapters.kubernetes.api import KubeApi, KubeError
 from alloc.adapters.kubernetes.capacity import fit, free_gpus, others
 from alloc.adapters.kubernetes.constraints import selects
+from alloc.adapters.kubernetes.drain import drain, return_repaired
 from alloc.adapters.kubernetes.gangs import job_sizes
 from alloc.adapters.kubernetes.read import (
-    CORDONED,
-    DRAIN_TAINT,
-    STARTED,
     KubePod,
     KubeSite,
     KubeWorkload,
@@ -56,10 +53,9 @@ from alloc.adapters.kubernetes.read import (
     workloads_from_pods,
 )
 from alloc.adapters.kubernetes.requeue import Requeue
+from alloc.adapters.kubernetes.times import STARTED
 from alloc.domain import Action, BudgetTree, Cluster, HostName, Plan, Policy, Snapshot, WorkloadId
 from alloc.policy.contract import allocated_in
-
-DRAIN = {"key": DRAIN_TAINT, "value": "repair", "effect": "NoSchedule"}
 
 
 class KubernetesExecutor:
@@ -199,8 +195,8 @@ class KubernetesExecutor:
             )
         busy = {p.node for w in workloads for p in w.pods if p.node}
         by_name = {n["metadata"]["name"]: n for n in nodes}
-        hosts = [self._drain(h, by_name.get(h), h in busy) for h in plan.drained_hosts]
-        hosts += self._return_repaired(nodes, set(plan.drained_hosts))
+        hosts = [drain(self.api, h, by_name.get(h), h in busy) for h in plan.drained_hosts]
+        hosts += return_repaired(self.api, self.site, nodes, set(plan.drained_hosts))
         return ApplyReport(tuple(results), tuple(hosts))
 
     def _start(
@@ -303,51 +299,6 @@ class KubernetesExecutor:
                         429,
                         "",
                     )
-
-    def _drain(self, name: HostName, node: Mapping[str, Any] | None, busy: bool) -> HostResult:
-        if node is None:
-            return HostResult(name, False, "no such node in Kubernetes")
-        spec = node.get("spec") or {}
-        taints = list(spec.get("taints") or ())
-        if any(t.get("key") == DRAIN_TAINT for t in taints):
-            return HostResult(name, True, "already marked", changed=False)
-        if busy:
-            return HostResult(name, True, "work still on it: marked once it has left", False)
-        patch = {
-            "metadata": {"annotations": {CORDONED: "true"}},
-            "spec": {"unschedulable": True, "taints": [*taints, DRAIN]},
-        }
-        try:
-            self.api.patch_node(name, patch)
-        except KubeError as e:
-            return HostResult(name, False, str(e))
-        return HostResult(name, True, "cordoned and tainted for repair")
-
-    def _return_repaired(
-        self, nodes: list[dict[str, Any]], draining: set[HostName]
-    ) -> list[HostResult]:
-        """Nodes `alloc` cordoned whose drain taint the repair system removed: uncordoned."""
-        out = []
-        for node in nodes:
-            meta, spec = node.get("metadata") or {}, node.get("spec") or {}
-            name = HostName(str(meta.get("name")))
-            if CORDONED not in (meta.get("annotations") or {}) or name in draining:
-                continue
-            if any(t.get("key") == DRAIN_TAINT for t in spec.get("taints") or ()):
-                continue  # still waiting for repair
-            if self.site.retire_label in (meta.get("labels") or {}):
-                continue  # to be removed, not returned
-            patch = {
-                "metadata": {"annotations": {CORDONED: None}},
-                "spec": {"unschedulable": False},
-            }
-            try:
-                self.api.patch_node(name, patch)
-            except KubeError as e:
-                out.append(HostResult(name, False, str(e)))
-                continue
-            out.append(HostResult(name, True, "repaired: uncordoned"))
-        return out
 
 
 def _assign(

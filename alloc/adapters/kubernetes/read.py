@@ -48,7 +48,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from alloc.adapters.contract import JobContract, contract_of
@@ -58,11 +58,11 @@ from alloc.adapters.kubernetes.gangs import (
     source,
     workload_key,
 )
+from alloc.adapters.kubernetes.times import ended_at, read_time, started_at
 from alloc.domain import BudgetPath, Cluster, Host, HostName, HostState, Workload, WorkloadId
 
 PREFIX = "alloc.dev/"
 QUEUE_LABEL = PREFIX + "queue"
-STARTED = PREFIX + "started"  # written by `apply` when it binds a pod (ISO 8601, UTC)
 PREEMPTIONS = PREFIX + "preemptions"  # how often the pod was requeued by `alloc`
 DRAIN_TAINT = PREFIX + "drained"  # the taint `apply` puts on a drained node
 CORDONED = PREFIX + "cordoned"  # on a node `apply` cordoned (so that it uncordons only those)
@@ -226,7 +226,7 @@ def ended_from_pods(
             continue
         if not all((p.get("spec") or {}).get("nodeName") for p in members):
             continue  # never ran
-        end = max(_ended_at(p) for p in members)
+        end = max(ended_at(p) for p in members)
         read = _workload(key, members, site, cluster, max_min_runtime_s, end)
         if read is not None and read.workload.started is not None and not read.blocked:
             out.append((read.workload, end))
@@ -278,12 +278,12 @@ def _workload(
         budget=budget,
         gpus=gpus,
         min_runtime_s=contract.min_runtime_s,
-        submitted=min(_time(p["metadata"].get("creationTimestamp")) or now for p in members),
+        submitted=min(read_time(p["metadata"].get("creationTimestamp")) or now for p in members),
         resumable=contract.resumable,
         priority=contract.priority,
         topology=contract.topology or cluster.default_topology(gpus, gpu_type),
         gpu_type=gpu_type,
-        started=min(_started(p, now) for p in members) if running else None,
+        started=min(started_at(p, now) for p in members) if running else None,
         hosts=dict(placed) if running else {},
     )
     blocked = ""
@@ -362,45 +362,6 @@ def _whole_nodes(pods: tuple[KubePod, ...], gpu_type: str | None, cluster: Clust
     return all(p.gpus in sizes for p in pods)
 
 
-def _started(pod: Mapping[str, Any], now: datetime) -> datetime:
-    """When the pod was bound: the `PodScheduled` condition the API server sets on binding
-    (pod status, which users do not write), else the kubelet's start time, else
-    `alloc.dev/started` if it is not in the future (an annotation is user input: a start that
-    stays ahead of every read would protect work forever), else its creation (a pod created
-    bound, with `nodeName`); never before the pod was created nor after `now`."""
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    scheduled = [
-        _time(c.get("lastTransitionTime"))
-        for c in status.get("conditions") or ()
-        if c.get("type") == "PodScheduled" and c.get("status") == "True"
-    ]
-    declared = _time((meta.get("annotations") or {}).get(STARTED))
-    created = _time(meta.get("creationTimestamp"))
-    found = (
-        next((t for t in scheduled if t is not None), None)
-        or _time(status.get("startTime"))
-        or (declared if declared is not None and declared <= now else None)
-        or created
-        or now
-    )
-    if created is not None and found < created:
-        found = created
-    return min(found, now)
-
-
-def _ended_at(pod: Mapping[str, Any]) -> datetime:
-    """When a pod ended: its containers' last finish, else its last condition change."""
-    status = pod.get("status") or {}
-    times = [
-        _time(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
-        for c in status.get("containerStatuses") or ()
-    ]
-    times += [_time(c.get("lastTransitionTime")) for c in status.get("conditions") or ()]
-    known = [t for t in times if t is not None]
-    return max(known) if known else _started(pod, datetime.now(UTC))
-
-
 def _quantity(value: object) -> int:
     """A whole count of an extended resource ("8", 8); anything else (fractions, suffixes,
     garbage) counts 0: GPUs are whole."""
@@ -409,15 +370,3 @@ def _quantity(value: object) -> int:
     except ValueError:
         return 0
     return int(number) if math.isfinite(number) and number == int(number) and number > 0 else 0
-
-
-def _time(value: object) -> datetime | None:
-    if not value:
-        return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    try:
-        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from alloc.adapters.kubernetes.api import KubeApi, KubeError
-from alloc.adapters.kubernetes.read import PREEMPTIONS, STARTED
+from alloc.adapters.kubernetes.read import PREEMPTIONS
+from alloc.adapters.kubernetes.times import STARTED
 
 NOTE_LABEL = "alloc.dev/requeue"
 _DROPPED_META = (
