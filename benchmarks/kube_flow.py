@@ -224,19 +224,21 @@ class Kubelet:
                 ]
             for life in done:
                 try:
-                    ok = self._status(life.name, "Succeeded", life)
+                    at = self._status(life.name, "Succeeded", life)
                 except Exception as e:  # noqa: BLE001 - reported at the end
                     self.errors.append(f"{type(e).__name__}: {e}"[:300])
                     continue
                 with self.lock:
-                    if ok and life.ended_s is None:
-                        life.ended_s, life.how = time.time(), "succeeded"
+                    if at is not None and life.ended_s is None:
+                        life.ended_s, life.how = at, "succeeded"  # what the API says
             self.stop.wait(0.1)
 
-    def _status(self, name: str, phase: str, life: PodLife) -> bool:
-        """Report the phase; False when the pod left meanwhile (an eviction)."""
+    def _status(self, name: str, phase: str, life: PodLife) -> float | None:
+        """Report the phase: when it was so (the time written in it), None when the pod left
+        meanwhile (an eviction)."""
         started = datetime.fromtimestamp(life.running_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        now = _now()
+        at = time.time()
+        now = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         state: dict[str, Any] = {"running": {"startedAt": started}}
         if phase == "Succeeded":
             state = {"terminated": {"exitCode": 0, "startedAt": started, "finishedAt": now}}
@@ -267,9 +269,9 @@ class Kubelet:
             text = str(e)
             gone = any(code in text for code in ("404", "Not Found", "409", "Conflict"))
             if gone or ("422" in text and "uid" in text.lower()):  # another pod of the name
-                return False
+                return None
             raise
-        return True
+        return at
 
 
 def add_nodes(api: KubeApi, count: int) -> list[str]:
