@@ -153,6 +153,7 @@ class Kubelet:
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     runtimes: dict[str, float] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)  # pods of each workload's gang
 
     def run(self) -> None:
         ticker = threading.Thread(target=self._tick, daemon=True)
@@ -210,17 +211,27 @@ class Kubelet:
             )
             life = PodLife(uid, meta["name"], workload, node, scheduled or now, now, gpus=gpus)
             self.lives[uid] = life
-            self.runtimes[uid] = float((meta.get("annotations") or {}).get(RUNTIME, "1"))
+            notes = meta.get("annotations") or {}
+            self.runtimes[uid] = float(notes.get(RUNTIME, "1"))
+            self.sizes[workload] = int(notes.get("alloc.dev/gang-size", "1"))
         self._status(meta["name"], "Running", life)
 
     def _tick(self) -> None:
         while not self.stop.is_set():
             now = time.time()
             with self.lock:
+                # A gang's pods make progress together, once all are running (distributed
+                # training waits for every rank); a pod bound alone just waits.
+                running: dict[str, list[PodLife]] = {}
+                for life in self.lives.values():
+                    if life.ended_s is None:
+                        running.setdefault(life.workload, []).append(life)
                 done = [
                     life
-                    for life in self.lives.values()
-                    if life.ended_s is None and now - life.running_s >= self.runtimes[life.uid]
+                    for workload, lives in running.items()
+                    if len(lives) >= self.sizes.get(workload, 1)
+                    for life in lives
+                    if now - max(x.running_s for x in lives) >= self.runtimes[life.uid]
                 ]
             for life in done:
                 try:

@@ -55,7 +55,13 @@ def test_hostile_names_and_annotations_never_break_a_round_or_an_export(kube: Ku
     long_name = ("a" * 62 + ".") * 4 + "b"  # 253 characters, the API's longest pod name
     kube.pod(long_name, 8, queue="nlp", annotations={"note": EVIL * 2000})  # ~100,000 chars
     for key in ("min-runtime", "priority", "topology", "resumable", "gang-size"):
-        kube.pod(f"bad-{key}", 1, queue="vision", annotations={f"alloc.dev/{key}": EVIL})
+        kube.pod(
+            f"bad-{key}",
+            1,
+            queue="vision",
+            min_runtime=EVIL if key == "min-runtime" else "1h",
+            annotations={f"alloc.dev/{key}": EVIL},
+        )
     kube.pod("g-0", 8, queue="nlp", gang="g" * 63, annotations={"alloc.dev/gang-size": "2"})
     kube.pod("g-1", 8, queue="nlp", gang="g" * 63, annotations={"alloc.dev/gang-size": "2"})
     ns = kube.namespace

@@ -160,7 +160,8 @@ class KubernetesExecutor:
         for w in workloads:
             if w.blocked.startswith("bound in part"):
                 try:
-                    self._requeue([p for p in w.pods if p.node], raw)
+                    # its status may change (a kubelet starting it): stop it all the same
+                    self._requeue([p for p in w.pods if p.node], raw, as_read=False)
                     _credit(free, w.pods)
                 except KubeError as e:  # reported; the rest of the plan still applies
                     results.append(ActionResult(w.workload.id, Action.PREEMPT, False, str(e)))
