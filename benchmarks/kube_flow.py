@@ -312,6 +312,8 @@ def controller(config: Path, log: Path) -> subprocess.Popen[bytes]:
 
 
 def rounds_recorded(state: Path) -> int:
+    """Rounds a controller recorded in its SQLite state, read as a killed writer left it
+    (read-write: reading rolls back a journal it left)."""
     if not state.exists():
         return 0
     for _ in range(100):
@@ -607,8 +609,7 @@ def render(results: list[dict[str, Any]], info: str) -> str:
 
 
 def main() -> None:
-    from benchmarks.machine import machine
-    from benchmarks.simulation import with_section
+    from benchmarks.machine import publish
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--pods", type=int, default=1000)
@@ -622,15 +623,7 @@ def main() -> None:
         result = flow(api, args.pods, kills, args.nodes, solver=args.solver)
         print(json.dumps(result), flush=True)
         results.append(result)
-    info = machine(HERE.parent)
-    line = (
-        f"{info['date']}; {info['cpu_model']}, {info['cores']} cores, "
-        f"alloc at commit {info['git_commit']}"
-    )
-    (HERE / "results-kube-flow.json").write_text(json.dumps(results, indent=1) + "\n")
-    md = HERE / "RESULTS.md"
-    md.write_text(with_section(md.read_text(encoding="utf-8"), render(results, line), (BEGIN, END)))
-    print(render(results, line))
+    print(publish("kube-flow", results, render, (BEGIN, END)))
 
 
 if __name__ == "__main__":

@@ -9,17 +9,15 @@ evictions through the API); median and max per solver. Target: median <= 1 s.
 
 Writes a section of benchmarks/RESULTS.md and results-kubernetes.json. The control plane must be
 up (`bash ../shared/recipes/k8s-local.sh start`); the benchmark works in a namespace of its own,
-deleted at the end. The 1,000-pod throughput run of the issue is not built yet.
+deleted at the end. The 1,000-pod run to completion is benchmarks.kube_flow.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from alloc.adapters.kubernetes.api import KubeApi, KubeConnection
@@ -28,7 +26,6 @@ from alloc.adapters.kubernetes.read import KubeSite
 from alloc.domain import BudgetNode, BudgetPath, BudgetTree, Policy
 from benchmarks.latency import round_latency
 
-HERE = Path(__file__).resolve().parent
 KUBECONFIG = "/var/lib/k8s-local/kubeconfig"
 BEGIN, END = "<!-- kubernetes:begin -->", "<!-- kubernetes:end -->"
 TREE = BudgetTree(BudgetNode("lab", 1.0, (), (BudgetNode("nlp", 0.6), BudgetNode("vision", 0.4))))
@@ -116,8 +113,8 @@ def render(results: list[dict[str, Any]], info: str) -> str:
     lines += [
         "",
         "Each round lists the nodes and the namespace's pods, solves, records the plan and "
-        "binds what starts (one Binding per pod, after writing its start time). Not built yet: "
-        "the 1,000-pod run with an emulated kubelet (issue 16).",
+        "binds what starts (one Binding per pod, after writing its start time). Pods run to "
+        "completion, with kills: benchmarks.kube_flow, below.",
         "",
         END,
     ]
@@ -125,8 +122,7 @@ def render(results: list[dict[str, Any]], info: str) -> str:
 
 
 def main() -> None:
-    from benchmarks.machine import machine
-    from benchmarks.simulation import with_section
+    from benchmarks.machine import publish
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--queued", type=int, default=200)
@@ -135,15 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     api = KubeApi(KubeConnection(KUBECONFIG, timeout_s=30.0))
     results = [latency(api, args.queued, args.rounds, s) for s in args.solvers.split(",")]
-    info = machine(HERE.parent)
-    line = (
-        f"{info['date']}; {info['cpu_model']}, {info['cores']} cores, "
-        f"alloc at commit {info['git_commit']}"
-    )
-    (HERE / "results-kubernetes.json").write_text(json.dumps(results, indent=1) + "\n")
-    md = HERE / "RESULTS.md"
-    md.write_text(with_section(md.read_text(encoding="utf-8"), render(results, line), (BEGIN, END)))
-    print(render(results, line))
+    print(publish("kubernetes", results, render, (BEGIN, END)))
 
 
 if __name__ == "__main__":

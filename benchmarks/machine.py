@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -59,3 +60,26 @@ def machine(repo: Path) -> dict[str, Any]:
         "alloc_dirty": bool(dirty),
         "loadavg_start": os.getloadavg(),
     }
+
+
+def publish(
+    name: str,
+    results: list[dict[str, Any]],
+    render: Any,
+    markers: tuple[str, str],
+) -> str:
+    """Write `results` to benchmarks/results-`name`.json and `render(results, line)` (line: the
+    date, machine and commit) as its section of benchmarks/RESULTS.md; the section."""
+    from benchmarks.simulation import with_section
+
+    here = Path(__file__).resolve().parent
+    info = machine(here.parent)
+    line = (
+        f"{info['date']}; {info['cpu_model']}, {info['cores']} cores, "
+        f"alloc at commit {info['git_commit']}"
+    )
+    section = str(render(results, line))
+    (here / f"results-{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    md = here / "RESULTS.md"
+    md.write_text(with_section(md.read_text(encoding="utf-8"), section, markers))
+    return section

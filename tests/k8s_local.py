@@ -138,3 +138,30 @@ def kube_of() -> Iterator[Kube]:
         yield kube
     finally:
         kube.close()
+
+
+def controller_config(db: Path, kubeconfig: Path, namespace: str | None = None) -> str:
+    """A controller config for the Kubernetes tests: queues nlp and vision (of `namespace`,
+    its only managed one, when given) with half the lab each, the greedy solver."""
+    if namespace:
+        managed = f"  namespaces: [{namespace}]\n"
+        queues = f"{{{namespace}/nlp: nlp, {namespace}/vision: vision}}"
+    else:
+        managed, queues = "", "{nlp: nlp, vision: vision}"
+    return (
+        "name: local\n"
+        "executor: kubernetes\n"
+        "interval: 1s\n"
+        f"state: sqlite:///{db}\n"
+        "policy: {solver: greedy, time_limit: 5s}\n"
+        "budgets:\n"
+        "  name: lab\n"
+        "  children:\n"
+        "    - {name: nlp, share: 50%}\n"
+        "    - {name: vision, share: 50%}\n"
+        "metrics: {port: 0}\n"
+        "kubernetes:\n"
+        f"  kubeconfig: {kubeconfig}\n"
+        f"{managed}"
+        f"  queues: {queues}\n"
+    )

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 from alloc.adapters.simcluster import SimCluster
 from alloc.controller.state import StateStore
 from alloc.io import load_instance
+from benchmarks.kube_flow import rounds_recorded
 
 LAB = """\
 now: 2026-11-30T00:00:00Z
@@ -78,21 +78,6 @@ def controller(config: Path, *args: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-
-
-def rounds_recorded(state: Path) -> int:
-    if not state.exists():
-        return 0
-    for _ in range(100):
-        try:
-            # read-write: a killed writer may leave a journal that reading must roll back
-            with sqlite3.connect(state, timeout=5) as db:
-                return int(db.execute("SELECT COUNT(*) FROM rounds").fetchone()[0])
-        except sqlite3.OperationalError as e:
-            if "no such table" in str(e):
-                return 0  # the controller has not created its state yet
-            time.sleep(0.05)  # busy: the controller is writing
-    raise AssertionError("the state database stayed busy")
 
 
 def test_fifty_kills_lose_no_charge_charge_nothing_twice_and_start_nothing_twice(tmp_path):

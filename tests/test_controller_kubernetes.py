@@ -6,29 +6,11 @@ says why a pod waits."""
 from __future__ import annotations
 
 import pytest
-from k8s_local import KUBECONFIG, Kube, kube_of
+from k8s_local import KUBECONFIG, Kube, controller_config, kube_of
 from typer.testing import CliRunner
 
 from alloc.cli.app import app
 from alloc.controller.state import StateStore
-
-CONFIG = """\
-name: local
-executor: kubernetes
-interval: 1s
-state: sqlite:///{db}
-policy: {{solver: greedy, time_limit: 5s}}
-budgets:
-  name: lab
-  children:
-    - {{name: nlp, share: 50%}}
-    - {{name: vision, share: 50%}}
-metrics: {{port: 0}}
-kubernetes:
-  kubeconfig: {kubeconfig}
-  namespaces: [{ns}]
-  queues: {{{ns}/nlp: nlp, {ns}/vision: vision}}
-"""
 
 
 @pytest.fixture
@@ -43,7 +25,7 @@ def run(*args: str):
 def test_the_controller_binds_pods_and_records_runs_plans_and_actions(kube: Kube, tmp_path):
     db = tmp_path / "state.db"
     config = tmp_path / "controller.yaml"
-    config.write_text(CONFIG.format(db=db, kubeconfig=KUBECONFIG, ns=kube.namespace))
+    config.write_text(controller_config(db, KUBECONFIG, kube.namespace))
     kube.pod("g-0", 8, queue="nlp", gang="g")
     kube.pod("g-1", 8, queue="nlp", gang="g")
     kube.pod("one", 4, queue="vision", min_runtime="30m", annotations={"alloc.dev/priority": "2"})

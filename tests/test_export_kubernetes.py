@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from k8s_local import controller_config
 
 from alloc.adapters.kubernetes.executor import KubernetesExecutor
 from alloc.adapters.kubernetes.export import (
@@ -273,22 +274,6 @@ def test_a_cluster_file_that_does_not_read_is_refused_with_the_reason(tmp_path, 
         ClusterFile(path)
 
 
-CONFIG = """\
-name: k
-executor: kubernetes
-state: sqlite:///{db}
-policy: {{solver: greedy, time_limit: 5s}}
-budgets:
-  name: lab
-  children:
-    - {{name: nlp, share: 50%}}
-    - {{name: vision, share: 50%}}
-kubernetes:
-  kubeconfig: {kubeconfig}
-  queues: {{nlp: nlp, vision: vision}}
-"""
-
-
 def cli_setup(tmp_path: Path) -> tuple[Path, Path, Path, list[Step]]:
     """A plan of the lab's cluster file, the config, and the requests it exports to."""
     from alloc.io import dump_plan
@@ -296,7 +281,7 @@ def cli_setup(tmp_path: Path) -> tuple[Path, Path, Path, list[Step]]:
     steps, (plan, _) = export_of(tmp_path, lab())
     (tmp_path / "plan.json").write_text(dump_plan(plan))
     config = tmp_path / "controller.yaml"
-    config.write_text(CONFIG.format(db=tmp_path / "s.db", kubeconfig=tmp_path / "none"))
+    config.write_text(controller_config(tmp_path / "s.db", tmp_path / "none"))
     return tmp_path / "plan.json", config, tmp_path / "cluster.json", steps
 
 

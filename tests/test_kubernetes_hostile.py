@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_local import KUBECONFIG, Kube, kube_of
+from k8s_local import KUBECONFIG, Kube, controller_config, kube_of
 from typer.testing import CliRunner
 
 from alloc.adapters.kubernetes.executor import KubernetesExecutor
@@ -27,22 +27,6 @@ KUBECTL = Path(os.environ.get("ALLOC_TEST_KUBECTL", "/var/cache/k8s-local/bin/ku
 TREE = BudgetTree(BudgetNode("lab", 1.0, (), (BudgetNode("nlp", 0.5), BudgetNode("vision", 0.5))))
 PWNED = Path("/tmp/alloc-pwned")
 EVIL = "'\"$(touch /tmp/alloc-pwned)`touch /tmp/alloc-pwned`;\n\r\x1b[31m\u202e ünï 名前 🚀"
-CONFIG = """\
-name: hostile
-executor: kubernetes
-state: sqlite:///{db}
-policy: {{solver: greedy, time_limit: 5s}}
-budgets:
-  name: lab
-  children:
-    - {{name: nlp, share: 50%}}
-    - {{name: vision, share: 50%}}
-metrics: {{port: 0}}
-kubernetes:
-  kubeconfig: {kubeconfig}
-  namespaces: [{ns}]
-  queues: {{{ns}/nlp: nlp, {ns}/vision: vision}}
-"""
 
 
 @pytest.fixture
@@ -82,7 +66,7 @@ def test_hostile_names_and_annotations_never_break_a_round_or_an_export(kube: Ku
     # exported, read back, run with the real kubectl: the plan's placements, nothing else
     (tmp_path / "plan.json").write_text(dump_plan(plan))
     config = tmp_path / "controller.yaml"
-    config.write_text(CONFIG.format(db=tmp_path / "s.db", kubeconfig=KUBECONFIG, ns=ns))
+    config.write_text(controller_config(tmp_path / "s.db", KUBECONFIG, ns))
     out = tmp_path / "out"
     out.mkdir()
     args = ["export", str(tmp_path / "plan.json"), "--to", "kubernetes", "--config", str(config)]
