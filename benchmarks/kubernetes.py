@@ -24,6 +24,7 @@ from alloc.adapters.kubernetes.api import KubeApi, KubeConnection
 from alloc.adapters.kubernetes.executor import KubernetesExecutor
 from alloc.adapters.kubernetes.read import KubeSite
 from alloc.domain import BudgetNode, BudgetPath, BudgetTree, Policy
+from benchmarks.kube_flow import remove_namespace
 from benchmarks.latency import round_latency
 
 KUBECONFIG = "/var/lib/k8s-local/kubeconfig"
@@ -84,7 +85,7 @@ def latency(api: KubeApi, queued: int, rounds: int, solver: str) -> dict[str, An
         executor = KubernetesExecutor(site, TREE, api, Policy(solver=solver, time_limit_s=10.0))
         measured = round_latency(executor, rounds)
     finally:
-        api.core.delete_namespace(namespace, grace_period_seconds=0)
+        remove_namespace(api, namespace)
     return {"solver": solver, "queued": queued, **measured}
 
 
