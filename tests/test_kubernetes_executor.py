@@ -447,7 +447,7 @@ def test_gpus_of_pods_alloc_does_not_manage_are_not_given_again(kube):
     assert placed.count(None) == 1 and {n for n in placed if n} == set(NODES[2:])
 
 
-def test_work_on_a_node_holding_more_than_it_has_is_left_out_and_rounds_go_on(kube):
+def test_work_on_a_node_holding_more_than_it_has_stays_charged_and_nothing_joins_it(kube):
     kube.pod("ours", 8, queue="nlp")
     executor = executor_of(kube)
     round_once(executor)
@@ -455,8 +455,9 @@ def test_work_on_a_node_holding_more_than_it_has_is_left_out_and_rounds_go_on(ku
     foreign(kube, "by-hand", node)  # 16 GPUs on an 8-GPU node
     kube.pod("next", 8, queue="vision")
     snapshot, plan, report = round_once(executor)  # validates: no node given twice
-    assert node not in snapshot.cluster.by_name
-    assert f"{kube.namespace}/ours" not in snapshot.by_id
+    ours = snapshot.by_id[f"{kube.namespace}/ours"]
+    assert ours.running and dict(ours.hosts) == {node: 8}  # still seen running: charged
+    assert snapshot.cluster.by_name[node].gpus == 8  # nothing free beside it
     assert "which holds 16 GPUs of its 8" in executor.notes()[f"{kube.namespace}/ours"]
     assert report.failed == () and kube.placements()["next"] not in (None, node)
 
@@ -503,7 +504,9 @@ def test_a_note_alloc_did_not_write_makes_no_pod(kube):
         "metadata": {"name": "evil", "namespace": kube.namespace},
         "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "m", "image": "x"}]},
     }
-    for name, pod in (("hand-made", copy), (note_name("evil"), copy)):
+    bound = {**copy, "metadata": {"name": "placed", "namespace": kube.namespace}}
+    bound["spec"] = {**copy["spec"], "schedulerName": "alloc", "nodeName": NODES[0]}
+    for name, pod in (("hand-made", copy), (note_name("evil"), copy), (note_name("placed"), bound)):
         kube.core.create_namespaced_config_map(
             kube.namespace,
             {
@@ -512,5 +515,59 @@ def test_a_note_alloc_did_not_write_makes_no_pod(kube):
             },
         )
     executor = executor_of(kube)
-    round_once(executor)
+    executor.apply(run_round(executor.snapshot()))
     assert "evil" not in kube.pods()
+    assert kube.placements()["placed"] is None  # queued pending, never placed by the note
+
+
+def test_an_eviction_whose_answer_was_lost_still_requeues_the_pod(kube):
+    kube.pod("solo", 8, queue="nlp", min_runtime=None)
+    executor = executor_of(kube)
+    round_once(executor)
+    kube.set_phase("solo", "Running")
+    kube.pod("owed", 8, queue="vision")
+    for i in range(3):
+        kube.pod(f"other-{i}", 8, queue="vision")
+
+    class AnswerLost(KubeApi):
+        """The eviction is carried out, its answer lost, and the retry refused (409: the pod
+        changed since it was read: it is leaving)."""
+
+        def __init__(self, api: KubeApi) -> None:
+            self.__dict__.update(api.__dict__)
+
+        def evict(self, namespace, pod, uid="", resource_version="", dry_run=False):
+            super().evict(namespace, pod, uid, resource_version, dry_run)
+            if not dry_run:
+                raise KubeError(f"evict {namespace}/{pod}", 409, "precondition failed")
+
+    snapshot = executor.snapshot()
+    plan = run_round(snapshot)
+    assert validate(snapshot, plan) == []
+    assert any(d.action is Action.PREEMPT for d in plan.decisions)
+    executor.api = executor.requeue.api = AnswerLost(kube.api)
+    report = executor.apply(plan)
+    (preempt,) = [r for r in report.results if r.action is Action.PREEMPT]
+    assert preempt.ok, preempt.detail
+    pods = kube.pods()
+    assert pods["solo"].spec.node_name is None  # back in the queue, not lost
+    assert pods["solo"].metadata.annotations[PREEMPTIONS] == "1"
+    assert _notes(kube) == []
+
+
+def test_a_gang_bound_in_part_is_requeued_whatever_its_budget_says_while_pending(kube):
+    kube.pod("g-0", 8, queue="nlp", gang="g", annotations={"alloc.dev/gang-size": "2"})
+    kube.pod("g-1", 8, queue="nlp", gang="g", annotations={"alloc.dev/gang-size": "2"})
+    kube.api.bind(kube.namespace, "g-0", NODES[0])  # a crash in the middle of binding it
+    kube.core.patch_namespaced_pod("g-0", kube.namespace, {"metadata": {"labels": {"pdb": "g"}}})
+    kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
+        kube.namespace,
+        {
+            "metadata": {"name": "all"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"pdb": "g"}}},
+        },
+    )
+    executor = executor_of(kube)
+    report = executor.apply(run_round(executor.snapshot()))
+    assert report.failed == ()
+    assert kube.placements()["g-0"] is None  # never ran: no budget keeps it

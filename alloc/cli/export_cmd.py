@@ -66,7 +66,7 @@ def export(
         typer.Option(
             "--cluster",
             help="Kubernetes: read the cluster from this file (kubectl get nodes,pods,jobs,"
-            "configmaps -A -o json), not from the API of --config.",
+            "configmaps,poddisruptionbudgets -A -o json), not from the API of --config.",
         ),
     ] = None,
 ) -> None:

@@ -37,7 +37,7 @@ def export_kubernetes(request: ExportRequest) -> int:
             "",
             "give the controller config of the Kubernetes cluster: a plan names workloads, "
             "the cluster their pods (add --cluster FILE to read `kubectl get nodes,pods,jobs,"
-            "configmaps -A -o json` output instead of the API)",
+            "configmaps,poddisruptionbudgets -A -o json` output instead of the API)",
         )
     if request.cluster is not None and request.apply:
         raise InputError("--apply", "", "acts on the API of --config: leave out --cluster")

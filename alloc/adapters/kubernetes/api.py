@@ -169,9 +169,14 @@ class KubeApi:
         except KubeError as e:
             if e.status != 409:
                 raise
-            found = self._list("pods", namespace, ("fieldSelector", f"metadata.name={pod}"))
-            if not found or (found[0].get("spec") or {}).get("nodeName") != node:
+            found = self.pod(namespace, pod)
+            if not found or (found.get("spec") or {}).get("nodeName") != node:
                 raise
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod of that name now, or None."""
+        found = self._list("pods", namespace, ("fieldSelector", f"metadata.name={name}"))
+        return found[0] if found else None
 
     def annotate(self, namespace: str, pod: str, annotations: dict[str, str | None]) -> None:
         self.send(steps.annotate(namespace, pod, annotations))

@@ -3,10 +3,10 @@
 Held: the GPUs of pods `alloc` does not place (other schedulers' pods, pods created with a
 `nodeName`, `alloc`'s pods in namespaces it does not manage) and of its own pods that the
 snapshot leaves out but that are bound (a gang bound in part, pods of two things sharing an
-id). A node holding more than it has (a pod placed by hand over ours) cannot be read as a
-plan's starting point: the workloads `alloc` runs there are left out too, with the reason,
-and their GPUs held, until the node is back within its GPUs. A node whose GPUs are all held
-is left out of the snapshot.
+id). A node holding more than it has (a pod placed by hand over ours, a GPU lost) keeps the
+work `alloc` runs there in the round (still charged, still preemptible), with the reason as a
+note, and has no GPU free until it is back within its GPUs. A node whose GPUs are all held is
+left out of the snapshot.
 
 `free_gpus` is the same count for `apply`, which credits each eviction that went through and
 refuses a start whose planned GPUs are not free (a preemption before it was refused).
@@ -39,33 +39,36 @@ def others(pods: Iterable[Mapping[str, Any]], site: KubeSite) -> dict[str, int]:
 def fit(
     cluster: Cluster, workloads: tuple[KubeWorkload, ...], held_by_others: Mapping[str, int]
 ) -> tuple[Cluster, tuple[KubeWorkload, ...]]:
-    """The cluster less the GPUs held on each node, and the workloads with those on a node
-    that holds more than it has left out (blocked, with the reason)."""
-    used: defaultdict[str, int] = defaultdict(int, held_by_others)
+    """The cluster less the GPUs held on each node. On a node holding more than it has, the
+    work `alloc` runs there stays in the snapshot (it runs: it is charged, and may be
+    preempted) with the reason as a note, and the node has no GPU free: what is held there is
+    counted only up to what the node has left beside that work (a node whose own work alone
+    is more than it has, after a GPU failed, is read as having just that)."""
+    ours: defaultdict[str, int] = defaultdict(int)
+    held: defaultdict[str, int] = defaultdict(int, held_by_others)
     for w in workloads:
         for pod in w.pods:
             if pod.node:
-                used[pod.node] += pod.gpus
-    over = {str(h.name): used[h.name] for h in cluster.hosts if used[h.name] > h.gpus}
+                (held if w.blocked else ours)[pod.node] += pod.gpus
+    over = {
+        str(h.name): ours[h.name] + held[h.name]
+        for h in cluster.hosts
+        if ours[h.name] + held[h.name] > h.gpus
+    }
     if over:
         workloads = tuple(
-            replace(w, blocked=_overcommitted(w, over, cluster))
+            replace(w, problem=w.problem or _overcommitted(w, over, cluster))
             if not w.blocked and any(p.node in over for p in w.pods)
             else w
             for w in workloads
         )
-    held: defaultdict[str, int] = defaultdict(int, held_by_others)
-    for w in workloads:
-        if w.blocked:
-            for pod in w.pods:
-                if pod.node:
-                    held[pod.node] += pod.gpus
-    if not held:
-        return cluster, workloads
-    hosts = tuple(
-        replace(h, gpus=h.gpus - held[h.name]) for h in cluster.hosts if h.gpus > held[h.name]
-    )
-    return Cluster(cluster.name, hosts), workloads
+    hosts = []
+    for h in cluster.hosts:
+        room = max(h.gpus, ours[h.name])  # never less than the work running there
+        left = room - min(held[h.name], room - ours[h.name])
+        if left > 0:
+            hosts.append(replace(h, gpus=left))
+    return Cluster(cluster.name, tuple(hosts)), workloads
 
 
 def free_gpus(
@@ -85,5 +88,6 @@ def _overcommitted(w: KubeWorkload, over: Mapping[str, int], cluster: Cluster) -
     has = cluster.by_name[HostName(node)].gpus
     return (
         f"runs on {node}, which holds {over[node]} GPUs of its {has} (pods placed there by "
-        "hand or by another scheduler): left out until the node is within its GPUs"
+        "hand or by another scheduler, or a GPU lost): nothing more goes there until it is "
+        "within its GPUs"
     )

@@ -285,10 +285,12 @@ class KubernetesExecutor:
         for namespace in sorted({p.namespace for p in pods}):
             for budget in self.api.disruption_budgets(namespace):
                 selector = (budget.get("spec") or {}).get("selector")
+                # a pod not running (pending, bound in part) is evicted whatever the budget
                 mine = [
                     p
                     for p in pods
                     if p.namespace == namespace
+                    and _phase(raw.get((p.namespace, p.name))) == "Running"
                     and selects(selector, _labels(raw.get((p.namespace, p.name))))
                 ]
                 allowed = (budget.get("status") or {}).get("disruptionsAllowed") or 0
@@ -349,3 +351,7 @@ def _refusal(e: KubeError, name: str) -> KubeError:
 
 def _labels(pod: Mapping[str, Any] | None) -> dict[str, str]:
     return dict(((pod or {}).get("metadata") or {}).get("labels") or {})
+
+
+def _phase(pod: Mapping[str, Any] | None) -> str:
+    return str(((pod or {}).get("status") or {}).get("phase") or "")

@@ -2,14 +2,16 @@
 
 The executor itself decides them: `plan_steps` runs `KubernetesExecutor.apply` against a
 `RecordingApi`, which reads the cluster (the live API, or a file of `kubectl get nodes,pods,
-jobs,configmaps -A -o json`) and writes nothing, recording each request instead (a Step,
-alloc.adapters.kubernetes.steps). So the export is, request for request, what the executor
-would send now; `apply_steps` sends them later, in order, stopping at the first refusal (an
-eviction a disruption budget refuses must not be followed by the deletion after it).
+jobs,configmaps,poddisruptionbudgets -A -o json`) and writes nothing, recording each
+request instead (a Step, alloc.adapters.kubernetes.steps). So the export is, request for
+request, what the executor would send now; `apply_steps` sends them later, in order,
+stopping at the first refusal (an eviction a disruption budget refuses must not be followed
+by the deletion after it).
 
-Written out as a YAML stream (one document per request: what, method, path, body) and as a
-bash script of `kubectl` calls in which every name and body is quoted (alloc.adapters.shell): names,
-labels and annotations with quotes, newlines or `$( )` stay data.
+Written out as a YAML stream (one document per request: what, method, path, body; anything
+but ASCII escaped) and as a bash script of `kubectl` calls in which every name and body is
+quoted (alloc.adapters.shell): names, labels and annotations with quotes, newlines or `$( )`
+stay data.
 """
 
 from __future__ import annotations
@@ -31,14 +33,19 @@ from alloc.domain import BudgetTree, Plan, Policy
 
 
 class ClusterFile:
-    """The cluster as `kubectl get nodes,pods,jobs,configmaps -A -o json` printed it (a List
-    of items of those kinds; JSON or YAML)."""
+    """The cluster as `kubectl get nodes,pods,jobs,configmaps,poddisruptionbudgets -A -o json`
+    printed it (a List of items of those kinds; JSON or YAML). Without its disruption budgets,
+    a gang's eviction is checked pod by pod only."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+            text = path.read_text(encoding="utf-8")
+            try:  # kubectl's JSON (YAML refuses the control characters Go prints raw)
+                data = json.loads(text)
+            except ValueError:
+                loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there
+                data = yaml.load(text, Loader=loader)
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
             raise ValueError(f"cannot read it: {str(e)[:200]}") from None
         items = data.get("items") if isinstance(data, dict) else None
@@ -68,6 +75,17 @@ class ClusterFile:
 
     def jobs(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
         return self._in(self.by_kind.get("Job", ()), namespaces)
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return next(
+            (
+                p
+                for p in self.by_kind.get("Pod", ())
+                if (p.get("metadata") or {}).get("namespace") == namespace
+                and (p.get("metadata") or {}).get("name") == name
+            ),
+            None,
+        )
 
     def disruption_budgets(self, namespace: str) -> list[dict[str, Any]]:
         return self._in(self.by_kind.get("PodDisruptionBudget", ()), (namespace,))
@@ -107,6 +125,9 @@ class RecordingApi(KubeApi):
 
     def bound_pods(self) -> list[dict[str, Any]]:
         return self.source.bound_pods()
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.source.pod(namespace, name)
 
     def disruption_budgets(self, namespace: str) -> list[dict[str, Any]]:
         return self.source.disruption_budgets(namespace)
@@ -152,7 +173,7 @@ def render_yaml(steps: Sequence[Step], header: str) -> str:
             doc["patchType"] = "merge"
         if step.body is not None:
             doc["body"] = _plain(step.body)
-        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=False, width=100)
         docs.append(f"# {i}/{len(steps)}: {comment(step.what)}\n{text}")
     return _comments(header) + "---\n" + "---\n".join(docs) if docs else _comments(header)
 

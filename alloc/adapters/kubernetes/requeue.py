@@ -82,9 +82,17 @@ class Requeue:
         try:
             self.api.evict(namespace, name, uid, version)
         except KubeError as e:
+            if 400 <= e.status < 500 and self._leaving(namespace, name, uid):
+                return  # a retry after a lost answer was refused: the first one went through
             if bare and 400 <= e.status < 500:  # refused, so not stopped: nothing to finish
                 self.api.delete_config_map(namespace, note_name(name))
             raise  # no answer: it may have happened; the next read's recover decides
+
+    def _leaving(self, namespace: str, name: str, uid: str) -> bool:
+        """The pod of `uid` is gone or on its way out."""
+        found = self.api.pod(namespace, name)
+        meta = (found or {}).get("metadata") or {}
+        return found is None or str(meta.get("uid")) != uid or bool(meta.get("deletionTimestamp"))
 
     def again(self, namespace: str, name: str, raw: Mapping[str, Any] | None) -> None:
         """After `stop`: remove the pod at once (an evicted pod whose node runs no kubelet
@@ -114,6 +122,9 @@ class Requeue:
                 ours = False
             if not ours:  # not a note alloc wrote: never a pod of it (and left alone)
                 continue
+            # only ever a pending pod of its own: never bound, never owned by anything
+            copy["spec"].pop("nodeName", None)
+            copy["metadata"].pop("ownerReferences", None)
             live = pods.get((namespace, name))
             live_meta = (live or {}).get("metadata") or {}
             if live is not None and (
