@@ -2,16 +2,31 @@
 
 The public API: load an instance, run one round, check or write the plan; `Rounds` drives
 the two kinds of rounds (full rounds and event passes between them) over a changing cluster.
+Each name is imported when first used (PEP 562): `import alloc` alone loads neither the
+solvers (OR-Tools) nor the file readers, so the command line starts at once.
 """
 
-from alloc.domain import Plan, Snapshot
-from alloc.io import InputError, dump_plan, load_instance, load_plan, parse_instance
-from alloc.round import InvalidPlanError, RoundOptions, run_round
-from alloc.rounds import Rounds
-from alloc.solve.validate import validate
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+_WHERE = {
+    "InputError": "alloc.io",
+    "InvalidPlanError": "alloc.round",
+    "Plan": "alloc.domain",
+    "RoundOptions": "alloc.round",
+    "Rounds": "alloc.rounds",
+    "Snapshot": "alloc.domain",
+    "dump_plan": "alloc.io",
+    "load_instance": "alloc.io",
+    "load_plan": "alloc.io",
+    "parse_instance": "alloc.io",
+    "run_round": "alloc.round",
+    "validate": "alloc.solve.validate",
+}
 __all__ = [
     "InputError",
     "InvalidPlanError",
@@ -26,3 +41,22 @@ __all__ = [
     "run_round",
     "validate",
 ]
+
+if TYPE_CHECKING:
+    from alloc.domain import Plan, Snapshot
+    from alloc.io import InputError, dump_plan, load_instance, load_plan, parse_instance
+    from alloc.round import InvalidPlanError, RoundOptions, run_round
+    from alloc.rounds import Rounds
+    from alloc.solve.validate import validate
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'alloc' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

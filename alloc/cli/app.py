@@ -9,16 +9,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.live_cmd import live, status
-from alloc.domain import Plan, Snapshot
-from alloc.io import InputError, dump_plan, json_schema, load_instance, load_plan
-from alloc.io.durations import parse_duration
+from alloc.io.errors import InputError
+
+if TYPE_CHECKING:  # what a command needs loads when it runs (`alloc --help` starts at once)
+    from alloc.domain import Plan, Snapshot
 
 app = typer.Typer(
     add_completion=False,
@@ -41,6 +42,8 @@ def solve(
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan JSON instead.")] = False,
 ) -> None:
     """Solve one round and print its summary (and write the plan with -o)."""
+    from alloc.io import dump_plan, load_instance
+    from alloc.io.durations import parse_duration
     from alloc.round import RoundOptions, solve_round
     from alloc.summary import summarize
 
@@ -77,6 +80,7 @@ def validate(
     plan: Annotated[Path, typer.Argument(help="Plan JSON to check against the instance.")],
 ) -> None:
     """Check a plan against every invariant of the contract; exit 1 if any is broken."""
+    from alloc.io import load_instance, load_plan
     from alloc.solve.validate import validate as check
 
     def act() -> None:
@@ -130,6 +134,7 @@ def explain(
     """Why a workload starts, waits or is preempted, and what would have to change:
     `alloc explain INSTANCE WORKLOAD`, or live `alloc explain --config FILE WORKLOAD`."""
     from alloc.explain import explain as explain_workload
+    from alloc.io import load_instance, load_plan
     from alloc.round import RoundOptions, solve_round
     from alloc.solve.validate import validate as check_plan
 
@@ -271,6 +276,8 @@ def _parse_sizes(text: str) -> dict[int, float]:
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of the instance file."""
+    from alloc.io import json_schema
+
     sys.stdout.write(json.dumps(json_schema(), indent=1) + "\n")
 
 

@@ -23,7 +23,7 @@ import typer
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.export_k8s import export_kubernetes
 from alloc.domain import Action, Plan
-from alloc.io import InputError, load_plan
+from alloc.io.errors import InputError
 
 if TYPE_CHECKING:
     from alloc.adapters.slurm import SlurmExecutor
@@ -93,6 +93,8 @@ def export(
             check_writable("--output", output, folder=True)
         if cluster is not None and to != "kubernetes":
             raise InputError("--cluster", "", "only for --to kubernetes")
+        from alloc.io import load_plan
+
         return exporter(ExportRequest(plan, load_plan(plan), output, config, apply, cluster))
 
     code = guarded(act)

@@ -7,7 +7,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,12 +15,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from alloc.cli.common import check_writable, guarded, write_atomically
-from alloc.cli.render import print_comparison, print_summary
-from alloc.io import InputError, dump_instance
 from alloc.io.durations import parse_duration
-from alloc.rounds import ROUND_KINDS
-from alloc.sim.policies import REGISTRY
-from alloc.sim.run import Inputs, RunSpec, load_inputs, run
+from alloc.io.errors import InputError
+
+if TYPE_CHECKING:  # the simulator and the solvers load when a command runs, not before
+    from alloc.sim.run import Inputs, RunSpec
 
 out_console = Console(width=None if sys.stdout.isatty() else 120)
 
@@ -56,6 +55,8 @@ def _duration(option: str, text: str | None) -> float | None:
 
 
 def _policy(name: str, option: str = "--policy") -> str:
+    from alloc.sim.policies import REGISTRY
+
     if name not in REGISTRY:
         raise InputError(
             option, "", f"unknown policy {name!r}; expected one of {', '.join(REGISTRY)}"
@@ -73,6 +74,9 @@ def base_spec(
 ) -> tuple[RunSpec, Inputs]:
     """The run's inputs, checked: a lab file (or the built-in lab) and a trace or --synthetic;
     with the lab and the jobs as read (a run of this spec under any policy starts from them)."""
+    from alloc.io import dump_instance
+    from alloc.sim.run import RunSpec, load_inputs
+
     if (trace is None) == (not synthetic):
         raise InputError("alloc", "", "give exactly one of --trace TRACE.csv or --synthetic")
     if synthetic and options.get("start_s"):
@@ -133,6 +137,8 @@ def sim_options(
     validate_passes: bool = False,
 ) -> dict[str, Any]:
     """The run options shared by simulate and whatif, checked; `legacy`: (top, cap)."""
+    from alloc.rounds import ROUND_KINDS
+
     if rounds not in ROUND_KINDS:
         raise InputError(
             "--rounds",
@@ -267,6 +273,9 @@ def simulate(
 ) -> None:
     """Simulate a lab over time: same round function, simulated clock and executor."""
 
+    from alloc.cli.render import print_summary
+    from alloc.sim.run import run
+
     def act() -> None:
         check_writable("--out", out, folder=True)
         common = (round_interval, min_round_gap, checkpoint, mtbf, repair, host_events, time_limit)
@@ -301,6 +310,8 @@ def simulate(
 
 
 def _one(spec: RunSpec) -> tuple[str, dict[str, Any]]:
+    from alloc.sim.run import run
+
     return spec.label, run(spec)
 
 
@@ -332,10 +343,12 @@ def whatif(
 ) -> None:
     """Replay one trace under several budget trees and/or policies, side by side (every run
     meets the same host failures: the failure model is seeded)."""
-    from alloc.io import parse_instance
+    from alloc.cli.render import print_comparison
+    from alloc.io import dump_instance, parse_instance
     from alloc.io.scenario import load_scenario
     from alloc.io.trace_csv import parse_trace
     from alloc.io.trace_csv import trace_text as write_trace_text
+    from alloc.sim.run import load_inputs
     from alloc.sim.synthetic import SyntheticLab, synthetic_trace
 
     def act() -> None:

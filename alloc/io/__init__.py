@@ -1,11 +1,22 @@
-"""Files <-> domain values; all validation of user input lives here."""
+"""Files <-> domain values; all validation of user input lives here. Each name is imported
+when first used (PEP 562): `from alloc.io.errors import InputError` does not load the
+instance reader (pydantic)."""
 
-from alloc.io.errors import InputError
-from alloc.io.instance import load_instance, parse_instance
-from alloc.io.instance_out import dump_instance
-from alloc.io.plan_json import dump_plan, load_plan, plan_to_dict
-from alloc.io.schema import json_schema
+from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "InputError": "alloc.io.errors",
+    "dump_instance": "alloc.io.instance_out",
+    "dump_plan": "alloc.io.plan_json",
+    "json_schema": "alloc.io.schema",
+    "load_instance": "alloc.io.instance",
+    "load_plan": "alloc.io.plan_json",
+    "parse_instance": "alloc.io.instance",
+    "plan_to_dict": "alloc.io.plan_json",
+}
 __all__ = [
     "InputError",
     "dump_instance",
@@ -16,3 +27,22 @@ __all__ = [
     "parse_instance",
     "plan_to_dict",
 ]
+
+if TYPE_CHECKING:
+    from alloc.io.errors import InputError
+    from alloc.io.instance import load_instance, parse_instance
+    from alloc.io.instance_out import dump_instance
+    from alloc.io.plan_json import dump_plan, load_plan, plan_to_dict
+    from alloc.io.schema import json_schema
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'alloc.io' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
