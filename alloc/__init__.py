@@ -8,8 +8,9 @@ solvers (OR-Tools) nor the file readers, so the command line starts at once.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from alloc.lazy import names_from
 
 __version__ = "0.1.0"
 
@@ -49,14 +50,4 @@ if TYPE_CHECKING:
     from alloc.rounds import Rounds
     from alloc.solve.validate import validate
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'alloc' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = names_from(__name__, _WHERE)

@@ -4,8 +4,9 @@ instance reader (pydantic)."""
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from alloc.lazy import names_from
 
 _WHERE = {
     "InputError": "alloc.io.errors",
@@ -35,14 +36,4 @@ if TYPE_CHECKING:
     from alloc.io.plan_json import dump_plan, load_plan, plan_to_dict
     from alloc.io.schema import json_schema
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'alloc.io' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = names_from(__name__, _WHERE)

@@ -5,8 +5,9 @@ matplotlib."""
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from alloc.lazy import names_from
 
 _WHERE = {
     "comparison_table": "alloc.report.compare",
@@ -26,14 +27,4 @@ if TYPE_CHECKING:
     from alloc.report.html import write_report
     from alloc.report.plots import write_plots
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'alloc.report' has no attribute {name!r}")
-    value = getattr(import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = names_from(__name__, _WHERE)
