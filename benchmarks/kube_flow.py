@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from alloc.adapters.kubernetes.api import KubeApi, KubeConnection
+from alloc.adapters.kubernetes.times import read_time
 
 HERE = Path(__file__).resolve().parent
 KUBECONFIG = os.environ.get("ALLOC_TEST_KUBECONFIG", "/var/lib/k8s-local/kubeconfig")
@@ -67,12 +68,6 @@ kubernetes:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _time(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 @dataclass
@@ -198,7 +193,7 @@ class Kubelet:
                 return
             scheduled = next(
                 (
-                    _time(c.get("lastTransitionTime"))
+                    _seconds(read_time(c.get("lastTransitionTime")))
                     for c in status.get("conditions") or ()
                     if c.get("type") == "PodScheduled" and c.get("status") == "True"
                 ),
@@ -645,3 +640,7 @@ def remove_namespace(api: KubeApi, namespace: str) -> None:
                 api.core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
         time.sleep(0.1)
     raise RuntimeError(f"the pods of {namespace} stayed")
+
+
+def _seconds(at: datetime | None) -> float | None:
+    return at.timestamp() if at is not None else None

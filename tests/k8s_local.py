@@ -103,6 +103,22 @@ class Kube:
         }
         self.core.patch_namespaced_pod_status(name, self.namespace, {"status": status})
 
+    def budget(self, name: str, pods: list[str], min_available: int) -> None:
+        """A disruption budget over these pods (labelled `pdb=<name>`) keeping
+        `min_available` of them."""
+        for pod in pods:
+            self.core.patch_namespaced_pod(
+                pod, self.namespace, {"metadata": {"labels": {"pdb": name}}}
+            )
+        selector = {"matchLabels": {"pdb": name}}
+        self.api.models.PolicyV1beta1Api(self.api.client).create_namespaced_pod_disruption_budget(
+            self.namespace,
+            {
+                "metadata": {"name": name},
+                "spec": {"minAvailable": min_available, "selector": selector},
+            },
+        )
+
     def node(self, name: str, gpus: int, labels: dict[str, str]) -> None:
         """A fake GPU node of this test (removed at the end)."""
         self.core.create_node({"metadata": {"name": name, "labels": labels}})

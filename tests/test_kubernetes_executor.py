@@ -38,6 +38,18 @@ def executor_of(kube: Kube) -> KubernetesExecutor:
     return KubernetesExecutor(site, TREE, kube.api, Policy(solver="greedy", time_limit_s=5.0))
 
 
+def running_free_pods(kube: Kube) -> KubernetesExecutor:
+    """Four unallocated (preemptible) pods of nlp running on the whole cluster; the executor
+    that placed them."""
+    for i in range(4):
+        kube.pod(f"free-{i}", 8, queue="nlp", min_runtime=None)
+    executor = executor_of(kube)
+    round_once(executor)
+    for i in range(4):
+        kube.set_phase(f"free-{i}", "Running")
+    return executor
+
+
 def round_once(executor: KubernetesExecutor):
     snapshot = executor.snapshot()
     plan = run_round(snapshot)
@@ -139,23 +151,9 @@ def test_unallocated_pods_are_evicted_and_requeued_for_allocated_work(kube):
 
 
 def test_a_disruption_budget_that_refuses_an_eviction_is_a_failed_action(kube):
-    for i in range(4):
-        kube.pod(f"free-{i}", 8, queue="nlp", min_runtime=None)
-    executor = executor_of(kube)
-    round_once(executor)
-    for i in range(4):
-        kube.set_phase(f"free-{i}", "Running")
+    executor = running_free_pods(kube)
     for i in range(4):  # each pod its own budget: none may go
-        kube.core.patch_namespaced_pod(
-            f"free-{i}", kube.namespace, {"metadata": {"labels": {"pdb": str(i)}}}
-        )
-        kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
-            kube.namespace,
-            {
-                "metadata": {"name": f"keep-{i}"},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"pdb": str(i)}}},
-            },
-        )
+        kube.budget(f"keep-{i}", [f"free-{i}"], min_available=1)
     for i in range(4):
         _budget_counted(kube, f"keep-{i}")
     kube.pod("owed", 8, queue="vision")
@@ -228,14 +226,7 @@ def test_a_gang_whose_eviction_is_refused_for_one_pod_is_not_stopped_at_all(kube
     executor = executor_of(kube)
     round_once(executor)
     kube.set_phase("g-3", "Running")
-    kube.core.patch_namespaced_pod("g-3", kube.namespace, {"metadata": {"labels": {"pdb": "x"}}})
-    kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
-        kube.namespace,
-        {
-            "metadata": {"name": "keep"},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"pdb": "x"}}},
-        },
-    )
+    kube.budget("keep", ["g-3"], min_available=1)
     kube.pod("owed", 8, queue="vision")
     _, _, report = round_once(executor)
     (refused,) = [r for r in report.results if r.action is Action.PREEMPT]
@@ -334,24 +325,11 @@ def test_a_gang_bound_in_part_is_requeued_by_eviction_and_keeps_its_gpus_while_r
     node = NODES[0]
     kube.api.bind(kube.namespace, "g-0", node)  # a crash in the middle of binding the gang
     kube.set_phase("g-0", "Running")
-    kube.core.patch_namespaced_pod("g-0", kube.namespace, {"metadata": {"labels": {"pdb": "x"}}})
-    kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
-        kube.namespace,
-        {
-            "metadata": {"name": "keep"},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"pdb": "x"}}},
-        },
-    )
+    kube.budget("keep", ["g-0"], min_available=1)
     for i in range(4):
         kube.pod(f"w-{i}", 8, queue="vision")
     executor = executor_of(kube)
-    for _ in range(50):  # the disruption controller counts the healthy pod
-        pdb = kube.api.models.PolicyV1beta1Api(
-            kube.api.client
-        ).read_namespaced_pod_disruption_budget("keep", kube.namespace)
-        if pdb.status and pdb.status.current_healthy == 1:
-            break
-        time.sleep(0.1)
+    _budget_counted(kube, "keep")  # the disruption controller counts the healthy pod
     snapshot, plan, report = round_once(executor)
     # The gang's bound pod holds its node: the round places nothing there.
     assert node not in snapshot.cluster.by_name
@@ -371,12 +349,7 @@ def test_a_gang_bound_in_part_is_requeued_by_eviction_and_keeps_its_gpus_while_r
 
 
 def test_a_pod_that_ends_while_it_is_being_preempted_is_not_run_again(kube):
-    for i in range(4):
-        kube.pod(f"free-{i}", 8, queue="nlp", min_runtime=None)
-    executor = executor_of(kube)
-    round_once(executor)
-    for i in range(4):
-        kube.set_phase(f"free-{i}", "Running")
+    executor = running_free_pods(kube)
     kube.pod("owed", 8, queue="vision")
     snapshot = executor.snapshot()
     plan = run_round(snapshot)
@@ -469,16 +442,7 @@ def test_a_gang_is_not_evicted_in_part_when_its_budget_allows_fewer_evictions(ku
     round_once(executor)
     for i in range(4):
         kube.set_phase(f"g-{i}", "Running")
-        kube.core.patch_namespaced_pod(
-            f"g-{i}", kube.namespace, {"metadata": {"labels": {"pdb": "g"}}}
-        )
-    kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
-        kube.namespace,
-        {
-            "metadata": {"name": "one"},
-            "spec": {"minAvailable": 3, "selector": {"matchLabels": {"pdb": "g"}}},
-        },
-    )
+    kube.budget("one", [f"g-{i}" for i in range(4)], min_available=3)
     _budget_counted(kube, "one", healthy=4)  # 4 healthy, 3 to keep: one eviction allowed
     kube.pod("owed", 8, queue="vision")
     _, _, report = round_once(executor)
@@ -559,14 +523,7 @@ def test_a_gang_bound_in_part_is_requeued_whatever_its_budget_says_while_pending
     kube.pod("g-0", 8, queue="nlp", gang="g", annotations={"alloc.dev/gang-size": "2"})
     kube.pod("g-1", 8, queue="nlp", gang="g", annotations={"alloc.dev/gang-size": "2"})
     kube.api.bind(kube.namespace, "g-0", NODES[0])  # a crash in the middle of binding it
-    kube.core.patch_namespaced_pod("g-0", kube.namespace, {"metadata": {"labels": {"pdb": "g"}}})
-    kube.api.models.PolicyV1beta1Api(kube.api.client).create_namespaced_pod_disruption_budget(
-        kube.namespace,
-        {
-            "metadata": {"name": "all"},
-            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"pdb": "g"}}},
-        },
-    )
+    kube.budget("all", ["g-0"], min_available=2)
     executor = executor_of(kube)
     report = executor.apply(run_round(executor.snapshot()))
     assert report.failed == ()

@@ -257,12 +257,9 @@ class KubernetesExecutor:
         if len(pods) > 1:  # a gang: asked first, so that a refusal stops none of it
             self._budgets_allow(pods, raw)
             for pod in pods:
-                meta = (raw.get((pod.namespace, pod.name)) or {}).get("metadata") or {}
-                version = str(meta.get("resourceVersion") or "") if as_read else ""
                 try:
-                    self.api.evict(
-                        pod.namespace, pod.name, str(meta.get("uid") or ""), version, True
-                    )
+                    found = raw.get((pod.namespace, pod.name))
+                    self.requeue.may_stop(pod.namespace, pod.name, found, as_read)
                 except KubeError as e:
                     raise _refusal(e, pod.name) from None
         stopped: list[KubePod] = []

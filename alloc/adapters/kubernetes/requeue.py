@@ -54,6 +54,12 @@ def pending_copy(pod: Mapping[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
+def _as_read(raw: Mapping[str, Any] | None, as_read: bool) -> tuple[str, str]:
+    """The preconditions of an eviction: the pod's uid and, `as_read`, its version as read."""
+    meta = (raw or {}).get("metadata") or {}
+    return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "") if as_read else ""
+
+
 def note_name(pod_name: str) -> str:
     return "alloc-requeue-" + hashlib.sha256(pod_name.encode()).hexdigest()[:24]
 
@@ -76,9 +82,7 @@ class Requeue:
         bare = raw is not None and not controlled(raw)
         if raw is not None and bare:
             self._note(namespace, name, raw)
-        meta = (raw or {}).get("metadata") or {}
-        uid = str(meta.get("uid") or "")
-        version = str(meta.get("resourceVersion") or "") if as_read else ""
+        uid, version = _as_read(raw, as_read)
         try:
             self.api.evict(namespace, name, uid, version)
         except KubeError as e:
@@ -87,6 +91,14 @@ class Requeue:
             if bare and 400 <= e.status < 500:  # refused, so not stopped: nothing to finish
                 self.api.delete_config_map(namespace, note_name(name))
             raise  # no answer: it may have happened; the next read's recover decides
+
+    def may_stop(
+        self, namespace: str, name: str, raw: Mapping[str, Any] | None, as_read: bool = True
+    ) -> None:
+        """Ask, stopping nothing, whether `stop` would be refused (a dry-run eviction with the
+        same preconditions): KubeError if so."""
+        uid, version = _as_read(raw, as_read)
+        self.api.evict(namespace, name, uid, version, dry_run=True)
 
     def _leaving(self, namespace: str, name: str, uid: str) -> bool:
         """The pod of `uid` is gone or on its way out."""
