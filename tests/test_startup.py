@@ -1,11 +1,15 @@
 """The command line starts without loading what only some commands need (issue 17): the
-solvers (OR-Tools), the plots (matplotlib) and the instance reader (pydantic) load when a
-command that uses them runs, so `alloc --help` does not wait for them."""
+solvers (OR-Tools, scipy), the plots (matplotlib) and the instance reader load when a command
+that uses them runs, and OR-Tools only when a round builds its model, so `alloc --help` and
+`alloc solve` of a small instance do not wait for them."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "instances" / "examples"
 
 
 def loaded_by(statement: str) -> set[str]:
@@ -16,9 +20,29 @@ def loaded_by(statement: str) -> set[str]:
 
 def test_the_command_line_loads_neither_the_solvers_nor_the_plots():
     loaded = loaded_by("import alloc.cli.app")
-    assert {"ortools", "matplotlib", "numpy", "scipy"}.isdisjoint(loaded), loaded
+    assert {"ortools", "matplotlib", "numpy", "scipy", "yaml"}.isdisjoint(loaded), loaded
 
 
 def test_the_public_api_loads_what_it_gives_when_it_is_used():
-    assert "ortools" not in loaded_by("import alloc")
-    assert "ortools" in loaded_by("import alloc; alloc.run_round")
+    assert {"ortools", "numpy"}.isdisjoint(loaded_by("import alloc"))
+    assert "numpy" in loaded_by("import alloc; alloc.run_round")
+
+
+def _solved(name: str) -> str:
+    path = str(EXAMPLES / name)
+    return (
+        "import alloc; from alloc.io import load_instance; "
+        f"p = alloc.run_round(load_instance({path!r})); "
+        "assert p.report.solver == 'milp', p.report"
+    )
+
+
+def test_a_round_that_needs_no_model_loads_no_solver():
+    # drain.yaml: the greedy plan is within the gap of the knapsack bound (the shortcut)
+    assert {"ortools", "scipy"}.isdisjoint(loaded_by(_solved("drain.yaml")))
+
+
+def test_a_small_model_is_solved_without_scipy():
+    # unfunded.yaml needs the model (a few terms): OR-Tools, filled term by term
+    loaded = loaded_by(_solved("unfunded.yaml"))
+    assert "ortools" in loaded and "scipy" not in loaded, loaded

@@ -16,7 +16,9 @@ from rich.table import Table
 from alloc.cli.common import guarded, out
 from alloc.io import InputError
 
-budgets_app = typer.Typer(no_args_is_help=True, help="Show and change budget shares.")
+budgets_app = typer.Typer(
+    rich_markup_mode=None, no_args_is_help=True, help="Show and change budget shares."
+)
 ConfigOpt = Annotated[Path, typer.Option("--config", help="Controller config YAML.")]
 
 

@@ -14,7 +14,9 @@ from alloc.cli.common import err, guarded
 from alloc.io import InputError
 
 controller_app = typer.Typer(
-    no_args_is_help=True, help="Run alloc as a controller beside a cluster manager."
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    help="Run alloc as a controller beside a cluster manager.",
 )
 
 

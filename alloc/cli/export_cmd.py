@@ -22,11 +22,11 @@ import typer
 
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.export_k8s import export_kubernetes
-from alloc.domain import Action, Plan
 from alloc.io.errors import InputError
 
 if TYPE_CHECKING:
     from alloc.adapters.slurm import SlurmExecutor
+    from alloc.domain import Plan
 
 _JOB_ID = re.compile(r"\d+(?:[_+]\d+)?")  # a Slurm job id: 1234, an array task 1234_5, 1234+1
 
@@ -196,6 +196,8 @@ def _check_arguments(file: Path, plan: Plan) -> None:
 def _warn_unless_job_ids(plan: Plan) -> None:
     """Read from Slurm, ids are job ids; from a plan file they may be anything (an instance's
     names): say so before the script is run, as scontrol reads `12,13` as two jobs."""
+    from alloc.domain import Action
+
     acting = [d.workload for d in plan.decisions if d.action is not Action.KEEP]
     odd = [w for w in acting if not _JOB_ID.fullmatch(w)]
     if odd:

@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from alloc.cli.common import guarded, out
-from alloc.domain import Snapshot, WorkloadId
+
+if TYPE_CHECKING:
+    from alloc.domain import Snapshot, WorkloadId
 
 
 def live(config: Path) -> Snapshot:

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.io.errors import InputError
-from alloc.traces import ImportSummary, MinRuntimeRule, import_itp, import_philly
-from alloc.traces.itp import raw_files as itp_files
-from alloc.traces.philly import raw_files as philly_files
+
+if TYPE_CHECKING:  # the trace readers load when the command runs
+    from alloc.traces import ImportSummary
 
 trace_app = typer.Typer(
+    rich_markup_mode=None,
     add_completion=False,
     no_args_is_help=True,
     help="Real GPU-cluster traces -> trace CSV (and a matching lab).",
@@ -57,6 +58,9 @@ def import_trace(
     """Convert a real trace into a trace CSV; print what was imported, dropped and assumed."""
     from alloc.io import dump_instance, parse_instance
     from alloc.io.trace_csv import parse_trace, trace_text
+    from alloc.traces import MinRuntimeRule, import_itp, import_philly
+    from alloc.traces.itp import raw_files as itp_files
+    from alloc.traces.philly import raw_files as philly_files
 
     def act() -> None:
         if kind is Source.PHILLY and tenants is not None:

@@ -1,17 +1,42 @@
 """A mixed-integer program held as arrays: variable blocks and constraint rows in COO form.
 
-Constraint families are added one vectorised call each (STYLE.md habit 6); `build` turns them
-into the CSR matrix that OR-Tools' model builder reads in one call.
+Constraint families are added one vectorised call each (STYLE.md habit 6); `matrix` turns them
+into the CSR arrays that OR-Tools' model builder reads (milp_backend.fill).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 INF = float("inf")
+
+
+@dataclass(frozen=True, slots=True)
+class Csr:
+    """A sparse matrix as CSR arrays: row i's terms are `indices[indptr[i]:indptr[i+1]]` with
+    coefficients `data[...]`, columns sorted, no duplicates."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    n_cols: int
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.size)
+
+    def scipy(self) -> sp.csr_matrix:
+        """The same matrix for scipy (which loads here, about 0.2 s the first time)."""
+        import scipy.sparse as sp
+
+        shape = (self.indptr.size - 1, self.n_cols)
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=shape)
 
 
 def _filled(value: float | np.ndarray, shape: int | tuple[int, ...]) -> np.ndarray:
@@ -39,7 +64,7 @@ class ArrayModel:
     offset: float = 0.0
     # The vectors and the CSR matrix, built once per model (every backend call of a round
     # reads them: the LP, the neighbourhood, the whole model); reset when the model grows.
-    _built: tuple[tuple[np.ndarray, ...], sp.csr_matrix] | None = None
+    _built: tuple[tuple[np.ndarray, ...], Csr] | None = None
 
     def variables(
         self,
@@ -80,23 +105,32 @@ class ArrayModel:
         self.coo_cols.append(cols)
         self.coo_vals.append(_filled(vals, rows.shape))
 
-    def built(self) -> tuple[tuple[np.ndarray, ...], sp.csr_matrix]:
+    def built(self) -> tuple[tuple[np.ndarray, ...], Csr]:
         """(vectors, matrix), made once until the model changes (read-only)."""
         if self._built is None:
             self._built = (self.vectors(), self.matrix())
         return self._built
 
-    def matrix(self) -> sp.csr_matrix:
+    def matrix(self) -> Csr:
+        """The constraint matrix in canonical CSR form: rows in order, columns sorted within a
+        row, duplicate terms summed (what scipy's `coo_matrix(...).tocsr()` gives, made with
+        numpy alone so a round that never reaches the solver need not load scipy)."""
         if not self.coo_rows:
-            return sp.csr_matrix((self.n_rows, self.n_vars))
-        a = sp.coo_matrix(
-            (
-                np.concatenate(self.coo_vals),
-                (np.concatenate(self.coo_rows), np.concatenate(self.coo_cols)),
-            ),
-            shape=(self.n_rows, self.n_vars),
-        )
-        return a.tocsr()
+            empty = np.zeros(0, np.int64)
+            return Csr(np.zeros(self.n_rows + 1, np.int64), empty, np.zeros(0), self.n_vars)
+        rows = np.concatenate(self.coo_rows)
+        cols = np.concatenate(self.coo_cols)
+        vals = np.concatenate(self.coo_vals)
+        order = np.lexsort((cols, rows))
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        first = np.ones(rows.size, bool)
+        first[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
+        starts = np.flatnonzero(first)
+        vals = np.add.reduceat(vals, starts)
+        rows, cols = rows[starts], cols[starts]
+        indptr = np.zeros(self.n_rows + 1, np.int64)
+        np.cumsum(np.bincount(rows, minlength=self.n_rows), out=indptr[1:])
+        return Csr(indptr, cols, vals, self.n_vars)
 
     def vectors(self) -> tuple[np.ndarray, ...]:
         def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:

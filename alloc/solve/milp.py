@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from alloc.solve.context import RoundContext
 from alloc.solve.load import Load
-from alloc.solve.milp_backend import LP_BACKEND, BackendResult, solve
 from alloc.solve.milp_decode import decode, hint
 from alloc.solve.milp_model import RoundModel, build_model
 from alloc.solve.repair import complete
 from alloc.solve.score import compaction_costs, objective
+
+if TYPE_CHECKING:
+    from alloc.solve.milp_backend import BackendResult
 
 INTEGRAL = 1e-6
 NEIGHBOURHOOD_GAP = 1e-4
@@ -59,6 +62,10 @@ def solve_milp(
         )
     if deadline - time.perf_counter() <= 0.01:
         return Outcome(None, "fallback", None, None, 0.0, "time limit spent before the solve")
+    # OR-Tools and scipy load here, when a round needs the model (most small rounds end at
+    # the shortcut above; `alloc solve` of an example starts without them).
+    from alloc.solve.milp_backend import LP_BACKEND, solve
+
     rm = build_model(ctx, warm.held)
     start = hint(ctx, rm, warm)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.linear_solver.python import model_builder_helper as mbh
 
-from alloc.solve.arrays import ArrayModel
+from alloc.solve.arrays import ArrayModel, Csr
 
 # Mixed-integer backends of this OR-Tools build reachable through the model builder. HiGHS is
 # left out: it crashes (SIGSEGV) on a model with a solution hint in OR-Tools 9.15.
@@ -36,6 +36,28 @@ def _parameters(backend: str, threads: int, seed: int, gap: float) -> str:
     return ""
 
 
+# Up to this many terms a model is filled term by term (under 10 ms); a larger one in one call
+# from a scipy matrix, whose import (about 0.2 s) a small round need not pay.
+TERM_BY_TERM_MAX = 4096
+
+
+def fill(helper: mbh.ModelBuilderHelper, vectors: tuple[np.ndarray, ...], matrix: Csr) -> None:
+    """Variables, objective and rows into an empty `helper`: the same model either way."""
+    lb, ub, obj, lo, hi = vectors
+    if matrix.nnz > TERM_BY_TERM_MAX:
+        helper.fill_model_from_sparse_data(lb, ub, obj, lo, hi, matrix.scipy())  # type: ignore[arg-type]
+        return
+    helper.add_var_array_with_bounds(lb, ub, np.zeros(lb.size, bool), "")
+    helper.set_objective_coefficients(list(range(lb.size)), obj.tolist())
+    cols, coefficients, ptr = matrix.indices.tolist(), matrix.data.tolist(), matrix.indptr.tolist()
+    for row, (low, high) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True)):
+        ct = helper.add_linear_constraint()
+        helper.set_constraint_lower_bound(ct, low)
+        helper.set_constraint_upper_bound(ct, high)
+        for k in range(ptr[row], ptr[row + 1]):
+            helper.add_term_to_constraint(ct, cols[k], coefficients[k])
+
+
 def solve(
     mdl: ArrayModel,
     backend: str,
@@ -57,7 +79,7 @@ def solve(
         lb, ub = lb.copy(), ub.copy()
         lb[fixed] = ub[fixed] = hint[fixed]
     helper = mbh.ModelBuilderHelper()
-    helper.fill_model_from_sparse_data(lb, ub, obj, lo, hi, matrix)  # type: ignore[arg-type]
+    fill(helper, (lb, ub, obj, lo, hi), matrix)
     if not relax:
         for i in np.flatnonzero(integer).tolist():
             helper.set_var_integrality(i, True)
