@@ -11,21 +11,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.impact import MARKERS as IMPACT_MARKERS
 from benchmarks.machine import machine
 from benchmarks.report import render
-from benchmarks.simulation import BEGIN, END, kept_section, with_section
+from benchmarks.simulation import kept_section, with_section
 from benchmarks.summary import fragmentation_summary, scale_summary, stopgap_summary, targets
-
-SIMULATION_MARKERS = (BEGIN, END)
-SLURM_MARKERS = ("<!-- slurm:begin -->", "<!-- slurm:end -->")  # benchmarks.slurm's
-KUBERNETES_MARKERS = ("<!-- kubernetes:begin -->", "<!-- kubernetes:end -->")
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -146,10 +142,12 @@ def _summarise(data: dict[str, Any]) -> None:
 
 
 def _write_md(md_path: Path, text: str) -> None:
-    """Write `text`, keeping the sections benchmarks.simulation, benchmarks.slurm and
-    benchmarks.impact put there (in that order)."""
+    """Write `text`, keeping the sections the other benchmarks put there (simulation, slurm,
+    kubernetes, kube-flow, impact, startup: any `<!-- NAME:begin -->` ... `<!-- NAME:end -->`),
+    in the order they had."""
     old = md_path.read_text(encoding="utf-8") if md_path.exists() else ""
-    for markers in (SIMULATION_MARKERS, SLURM_MARKERS, KUBERNETES_MARKERS, IMPACT_MARKERS):
+    for name in re.findall(r"<!-- ([a-z0-9-]+):begin -->", old):
+        markers = (f"<!-- {name}:begin -->", f"<!-- {name}:end -->")
         kept = kept_section(old, markers)
         if kept:
             text = with_section(text, kept, markers)
