@@ -89,17 +89,28 @@ def queue(
         elif output_format == "csv":
             sys.stdout.write(_csv(shown))
         else:
-            from alloc.cli.queue_table import footer, table_lines
+            from alloc.cli.queue_table import ELLIPSIS, footer, table_lines
             from alloc.queue import has_gpu_types
 
             width = None if wide else shutil.get_terminal_size().columns
             lines = table_lines(shown, width, has_gpu_types(snapshot))
             lines += footer(shown, len(rows), width)
-            sys.stdout.write("\n".join(lines) + "\n")
+            text = "\n".join(lines) + "\n"
+            if not _can_write(ELLIPSIS):  # a log in a legacy encoding: one column still
+                text = text.replace(ELLIPSIS, "*")
+            sys.stdout.write(text)
         for job, why in sorted(notes.items()):
             err.print(f"note: {job}: {why}", markup=False, highlight=False, soft_wrap=True)
 
     guarded(act)
+
+
+def _can_write(text: str) -> bool:
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def _one_of(option: str, value: str, choices: tuple[str, ...]) -> None:
