@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.live_cmd import live, status
+from alloc.cli.queue_cmd import queue
 from alloc.io.errors import InputError
 
 if TYPE_CHECKING:  # what a command needs loads when it runs (`alloc --help` starts at once)
@@ -177,6 +178,7 @@ def explain(
 
 
 app.command(name="status")(status)  # listed after explain in --help
+app.command(name="queue")(queue)
 
 
 @app.command()
