@@ -61,9 +61,9 @@ def plan_of(kube: Kube):
 
 
 def test_an_exported_plan_run_with_kubectl_places_as_the_executor_does(tmp_path):
+    api = require_kubernetes()
     if not KUBECTL.exists():
         pytest.fail(f"no kubectl at {KUBECTL} (../shared/recipes/k8s-local.sh builds it)")
-    api = require_kubernetes()
     first = Kube(api)
     try:
         build(first)
