@@ -63,15 +63,18 @@ def solve_round(
     warm_value = objective(ctx, warm)
     greedy_seconds = time.perf_counter() - started
 
-    def greedy_report(note: str) -> SolverReport:
-        return SolverReport("greedy", "fallback", warm_value, None, None, greedy_seconds, note)
+    def greedy_report(note: str = "") -> SolverReport:
+        """The greedy's plan: asked for (status `greedy`), or `note` says why the MILP fell
+        back to it (status `fallback`); a fallback always says why."""
+        status = "fallback" if note else "greedy"
+        return SolverReport("greedy", status, warm_value, None, None, greedy_seconds, note)
 
     def plan_of(load: Load, report: SolverReport) -> Plan:
         return _plan(ctx, load, report, greedy_seconds, time.perf_counter() - started)
 
     final = warm
     if solver == "greedy":
-        plan = plan_of(warm, greedy_report(""))
+        plan = plan_of(warm, greedy_report())
     else:
         # Leave time after the solver for decoding, repair and validation (each about a greedy
         # round's work), so that the whole round keeps within the limit.

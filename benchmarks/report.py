@@ -178,8 +178,9 @@ def _scale(data: dict[str, Any]) -> list[str]:
         "",
         "MILP status `optimal` means the gap to the bound is within the stopping gap of that size "
         "(models/round.md 5.4), not necessarily a proven optimum; `feasible` means the time limit "
-        "was hit above it; `fallback` means the greedy plan answered (every greedy run reports "
-        "`fallback`, as the greedy is the fallback solver).",
+        "was hit above it; `fallback` means the MILP found nothing in time and the greedy plan "
+        "answered; `greedy` means the greedy was asked for (greedy runs recorded before that "
+        "label existed say `fallback`).",
         "",
         "### Occupancy: are ready GPUs busy whenever queued work could use them?",
         "",

@@ -137,7 +137,8 @@ def test_metrics_are_served_for_prometheus(config, tmp_path):
         for line in text.splitlines()
         if line and not line.startswith("#")
     }
-    assert lines['alloc_rounds_total{status="fallback"}'] == 4  # the greedy policy's status
+    assert lines['alloc_rounds_total{status="greedy"}'] == 4  # the greedy policy's status
+    assert lines["alloc_fallbacks_total"] == 0  # the greedy was asked for: no MILP failed
     assert lines["alloc_starts_total"] == 2
     assert lines["alloc_ready_gpus"] == 16 and lines['alloc_held_gpus{occupancy="allocated"}'] == 16
     assert lines["alloc_round_seconds_count"] == 4

@@ -14,8 +14,10 @@ round, and the health of the controller itself.
   `alloc_wait_seconds{class}` at each start (debug, small, large, unallocated);
 - utilization is not known to the controller (the cluster manager reports it, if at all);
 - the controller: `alloc_round_seconds` (histogram), `alloc_rounds_total{status}` (optimal,
-  feasible, fallback, failed), `alloc_fallbacks_total`, `alloc_starts_total`,
-  `alloc_preemptions_total{reason}`, `alloc_action_failures_total`, `alloc_drains_total`.
+  feasible, fallback, greedy, event, failed), `alloc_fallbacks_total` (rounds in which the MILP
+  failed and the greedy answered; not rounds of a controller told to use the greedy),
+  `alloc_starts_total`, `alloc_preemptions_total{reason}`, `alloc_action_failures_total`,
+  `alloc_drains_total`.
 """
 
 from __future__ import annotations
@@ -94,7 +96,9 @@ class ControllerMetrics:
         )
         self.rounds = Counter("alloc_rounds", "Rounds by solver status", ["status"], registry=r)
         self.fallbacks = Counter(
-            "alloc_fallbacks", "Rounds the greedy fallback answered", registry=r
+            "alloc_fallbacks",
+            "Rounds in which the MILP failed and the greedy fallback answered",
+            registry=r,
         )
         self.starts = Counter("alloc_starts", "Workloads started", registry=r)
         self.preemptions = Counter(
@@ -162,7 +166,7 @@ class ControllerMetrics:
             self.rounds.labels("failed").inc()
             return
         self.rounds.labels(plan.report.status).inc()
-        if plan.report.status == "fallback" and plan.report.solver == "milp":
+        if plan.report.status == "fallback":  # the MILP's failure, not the greedy asked for
             self.fallbacks.inc()
         self.starts.inc(outcome.started)
         self.action_failures.inc(outcome.failed)

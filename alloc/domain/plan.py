@@ -76,12 +76,14 @@ class Decision:
 @dataclass(frozen=True, slots=True)
 class SolverReport:
     solver: str  # milp | greedy
-    status: str  # optimal | feasible | fallback
+    # optimal | feasible (the MILP's plan) | fallback (the MILP failed or found nothing in time:
+    # the greedy answered) | greedy (the greedy was asked for) | event (an event pass)
+    status: str
     objective: float
     bound: float | None
     gap: float | None
     solve_seconds: float
-    note: str = ""  # e.g. why the fallback answered
+    note: str = ""  # e.g. why the MILP fell back (always given with `fallback`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ QUICK_GAP = 1e-3
 @dataclass(frozen=True, slots=True)
 class Outcome:
     load: Load | None  # None: no solution, the caller falls back
-    status: str  # optimal | feasible | fallback
+    status: str  # optimal | feasible | fallback (no plan: the round falls back to the greedy)
     objective: float | None
     bound: float | None
     solver_seconds: float  # inside the backends
