@@ -1,4 +1,4 @@
-"""Formatting numbers, durations and HTML fragments for reports."""
+"""Formatting for reports: HTML fragments, and the numbers as `alloc.readable` writes them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,27 @@ import html
 import math
 from collections.abc import Iterable
 from pathlib import Path
+
+from alloc.readable import count, counted, duration, hours, number, pct, signed_duration
+
+__all__ = [  # the numbers as alloc.readable writes them, and the HTML around them
+    "CSS",
+    "Cell",
+    "count",
+    "counted",
+    "data_uri",
+    "demand",
+    "duration",
+    "e",
+    "hours",
+    "number",
+    "page",
+    "pct",
+    "ratio",
+    "signed",
+    "signed_duration",
+    "table",
+]
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
@@ -21,41 +42,6 @@ th{background:#edf2f7}td.l,th.l{text-align:left}
 .bad{color:#9b2c2c;background:#fff5f5}
 img{max-width:100%;display:block;margin:.8em 0;border:1px solid #e2e8f0}
 """
-
-
-def duration(seconds: float | None) -> str:
-    """A short human duration: 0 s, 45 s, 15 min, 2.5 h, 3.2 d."""
-    if seconds is None:
-        return "-"
-    s = abs(seconds)
-    if s < 60:
-        text = f"{s:.0f} s"
-    elif s < 3600:
-        text = f"{s / 60:.0f} min"
-    elif s < 86400:
-        text = f"{s / 3600:.1f} h"
-    else:
-        text = f"{s / 86400:.1f} d"
-    return ("-" if seconds < 0 and not _shows_zero(text) else "") + text  # no "-0 s"
-
-
-def _shows_zero(text: str) -> bool:
-    return text.startswith(("0 ", "0.0 "))
-
-
-def signed_duration(seconds: float) -> str:
-    text = duration(seconds)
-    if _shows_zero(text):
-        return "0"
-    return ("+" if seconds > 0 else "") + text
-
-
-def pct(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{100 * value:.{digits}f}%"
-
-
-def number(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def signed(value: float, digits: int = 1, unit: str = "") -> str:

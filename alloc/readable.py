@@ -1,0 +1,91 @@
+"""Numbers as a person writes them, in everything alloc prints for people (the terminal, the
+reports, explanations and error messages; not the JSON and CSV files, which keep full
+precision). One rule each, here, used by every writer:
+
+- counts: whole numbers with a thousands separator from 1,000 on (`1,024 GPUs`, `950 GPUs`);
+- a count with its noun agrees with it: `1 GPU`, `8 GPUs`, `1 host`, `0 jobs` (`counted`);
+- durations: whole units, the largest two at most, as a person says them: `45 s`, `15 min`,
+  `1 h`, `1 h 3 min`, `2 d 5 h` (`duration`; never `1.04444 h` or `62.7 min`);
+- other quantities: a fixed number of decimals with the same separator (`number`);
+- fractions: percentages with a fixed number of decimals (`pct`);
+- times: ISO 8601 with the zone, UTC as `Z` (`moment`: `2026-11-30T12:00:00Z`), as the
+  input files write them.
+
+Imports nothing of ours, so every layer may use it."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+MINUTE_S = 60
+HOUR_S = 3600
+DAY_S = 86400
+
+
+def count(n: int) -> str:
+    """A whole number: `7`, `950`, `1,024`, `82,247`."""
+    return f"{n:,}"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`n` and its noun, which agrees with it: `1 GPU`, `8 GPUs`, `1,024 GPUs`, `0 jobs`;
+    `plural` for a noun that does not just take an s (`counted(n, "child", "children")`)."""
+    return f"{count(n)} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    """A quantity that is not a count: `digits` decimals and the thousands separator
+    (`1,234.5`); `-` for None (not measured)."""
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage: `0.953` -> `95.3%`; `-` for None."""
+    return "-" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _half_up(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+def duration(seconds: float | None) -> str:
+    """A duration in whole units, at most two of them: `0 s`, `45 s`, `15 min`, `1 h`,
+    `1 h 3 min`, `1 d`, `2 d 5 h`, `-45 s` (rounded to the smallest unit shown: 3,779 s is
+    `1 h 3 min`); `-` for None."""
+    if seconds is None:
+        return "-"
+    s = abs(seconds)
+    if _half_up(s) < MINUTE_S:
+        whole = _half_up(s)
+        text = f"{whole} s"
+    elif _half_up(s / MINUTE_S) < 60:
+        whole = _half_up(s / MINUTE_S)
+        text = f"{whole} min"
+    elif _half_up(s / MINUTE_S) < 24 * 60:
+        whole = _half_up(s / MINUTE_S)
+        h, m = divmod(whole, 60)
+        text = f"{h} h" + (f" {m} min" if m else "")
+    else:
+        whole = _half_up(s / HOUR_S)
+        d, h = divmod(whole, 24)
+        text = f"{count(d)} d" + (f" {h} h" if h else "")
+    return ("-" if seconds < 0 and whole else "") + text  # no "-0 s"
+
+
+def signed_duration(seconds: float) -> str:
+    """A change of a duration: `+2 min`, `-45 s`, or `0` when it rounds to nothing."""
+    text = duration(seconds)
+    if text == "0 s":
+        return "0"
+    return ("+" if seconds > 0 else "") + text
+
+
+def hours(h: float | None) -> str:
+    """A duration given in hours, written as `duration` writes it."""
+    return duration(None if h is None else h * HOUR_S)
+
+
+def moment(value: datetime) -> str:
+    """A point in time as the input files write it: `2026-11-30T12:00:00Z`."""
+    return value.isoformat().replace("+00:00", "Z")
