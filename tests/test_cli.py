@@ -115,6 +115,17 @@ def test_validate_rejects_a_plan_that_starts_work_on_a_full_host(lab, tmp_path):
     assert "h1" in result.stdout
 
 
+def test_validate_names_the_gpus_given_against_the_gpus_asked_for(lab, tmp_path):
+    plan = plan_json(lab)
+    scratch = decision(plan, "scratch")  # 1 GPU, unfunded: it fills h2 beside queued
+    assert scratch["action"] == "start"
+    scratch["hosts"] = {"h1": 4}
+    result = run("validate", lab, write_plan(tmp_path / "tampered.json", plan))
+    assert result.exit_code == 1, result.output
+    assert "violation: scratch: given 4 GPUs (h1: 4), but it asks for 1 GPU (2)" in result.stdout
+    assert "fits on one host" not in result.stdout
+
+
 def test_validate_of_a_plan_that_is_not_json_exits_2(lab, tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text("{not json", encoding="utf-8")
@@ -295,7 +306,7 @@ def test_explain_refuses_a_plan_that_breaks_the_contract_on_this_instance(lab, t
     path = write_plan(tmp_path / "p.json", plan)
     result = run("explain", lab, "queued", "--plan", path)
     assert result.exit_code == 2, result.output
-    assert "keeper: protected until" in result.stderr
+    assert "keeper: preempt, but it is protected until" in result.stderr
     assert "alloc validate" in result.stderr
     assert "Traceback" not in result.output
 

@@ -36,7 +36,7 @@ def test_more_gpus_on_a_host_than_it_has_is_invariant_1():
         reason=Reason.UNDER_ALLOCATION,
         protected_until=NOW + timedelta(hours=2),
     )
-    assert any("10 GPUs given, it has 8 (1)" in p for p in validate(snap, plan))
+    assert "host h1: 10 GPUs given (run 6, new 4), it has 8 (1)" in validate(snap, plan)
 
 
 def test_a_start_on_a_host_that_is_not_ready_is_invariant_1():
@@ -44,15 +44,35 @@ def test_a_start_on_a_host_that_is_not_ready_is_invariant_1():
         instance(hosts=[host("h1"), host("h2", state="unhealthy")], workloads=[workload("w", 8)])
     )
     plan = with_decision(solve_checked(snap), "w", hosts={HostName("h2"): 8})
-    assert any("not ready (1)" in p for p in validate(snap, plan))
+    assert "w: starts on h2, which is unhealthy (1)" in validate(snap, plan)
 
 
 @pytest.mark.parametrize(
     "gpus,hosts,topology,blocks,message",
     [
-        (4, {"h1": 2, "h2": 2}, "any", ("b", "b"), "fits on one host"),
-        (16, {"h1": 8, "h2": 4}, "any", ("b", "b"), "whole hosts"),
-        (16, {"h1": 8, "h2": 8}, "block", ("b1", "b2"), "across blocks"),
+        (
+            4,
+            {"h1": 2, "h2": 2},
+            "any",
+            ("b", "b"),
+            "w: spread over 2 hosts (h1: 2, h2: 2), but its 4 GPUs fit on one host, so it gets "
+            "one (2)",
+        ),
+        (
+            16,
+            {"h1": 8, "h2": 4},
+            "any",
+            ("b", "b"),
+            "w: larger than one host (16 GPUs), so it gets whole hosts, but gets 4 of the 8 "
+            "GPUs of h2 (2)",
+        ),
+        (
+            16,
+            {"h1": 8, "h2": 8},
+            "block",
+            ("b1", "b2"),
+            "w: topology block, but starts across 2 blocks (b1: h1; b2: h2) (2)",
+        ),
     ],
     ids=[
         "a small gang split over two hosts",
@@ -82,7 +102,7 @@ def test_gangs_start_whole_on_whole_hosts_in_one_block_is_invariant_2(
         hosts={HostName(h): g for h, g in hosts.items()},
         protected_until=NOW + timedelta(hours=2),
     )
-    assert any(message in p for p in validate(snap, plan)), validate(snap, plan)
+    assert message in validate(snap, plan)
 
 
 def test_preempting_protected_work_is_invariant_3():
@@ -164,9 +184,9 @@ def test_every_workload_has_exactly_one_decision():
     dropped = replace(plan, decisions=plan.decisions[:1])
     assert "w2: no decision" in validate(snap, dropped)
     doubled = replace(plan, decisions=plan.decisions + plan.decisions[:1])
-    assert "a workload has more than one decision" in validate(snap, doubled)
+    assert f"{plan.decisions[0].workload}: 2 decisions, one per workload" in validate(snap, doubled)
     extra = Decision(WorkloadId("ghost"), Action.WAIT, Occupancy.ALLOCATED, Reason.NO_ROOM)
-    assert "ghost: decision for an unknown workload" in validate(
+    assert "ghost: decision for an unknown workload (not in the instance)" in validate(
         snap, replace(plan, decisions=plan.decisions + (extra,))
     )
 
@@ -178,7 +198,7 @@ def test_kept_work_stays_where_it_runs():
         )
     )
     plan = with_decision(solve_checked(snap), "run", hosts={HostName("h2"): 4})
-    assert any("other hosts than it runs on" in p for p in validate(snap, plan))
+    assert "run: kept on h2: 4, but it runs on h1: 4" in validate(snap, plan)
 
 
 def test_unprotected_work_on_a_draining_host_must_go():
@@ -193,13 +213,208 @@ def test_unprotected_work_on_a_draining_host_must_go():
     kept = with_decision(
         plan, "old", action=Action.KEEP, hosts={HostName("h1"): 4}, reason=Reason.UNDER_ALLOCATION
     )
-    assert any("host_draining" in p for p in validate(snap, kept))
+    assert "old: kept, but h1 is retired (host_draining) (1)" in validate(snap, kept)
 
 
 def test_drained_hosts_are_exactly_the_emptied_draining_hosts():
     snap = snapshot_of(instance(hosts=[host("h1", state="unhealthy"), host("h2")]))
     plan = solve_checked(snap)
     assert plan.drained_hosts == ("h1",)
-    assert "host h1: drained but not listed" in validate(snap, replace(plan, drained_hosts=()))
+    assert (
+        "host h1: unhealthy and empty after the plan, so drained, but not listed in "
+        "drained_hosts" in validate(snap, replace(plan, drained_hosts=()))
+    )
     wrong = replace(plan, drained_hosts=("h1", "h2"))
     assert any("listed as drained, but it is ready" in p for p in validate(snap, wrong))
+
+
+# --- each violation names the broken fact, with its numbers (issue 17) ---------------------
+
+
+def _started(snap, wid: str, hosts: dict[str, int], **changes):
+    plan = with_decision(
+        solve_checked(snap),
+        wid,
+        action=Action.START,
+        reason=Reason.UNDER_ALLOCATION,
+        hosts={HostName(h): g for h, g in hosts.items()},
+        protected_until=NOW + timedelta(hours=2),
+    )
+    return with_decision(plan, wid, **changes) if changes else plan
+
+
+def test_a_one_gpu_workload_given_a_whole_host_is_told_as_gpus_given_against_gpus_asked():
+    snap = snapshot_of(instance(workloads=[workload("small", 1)]))
+    problems = validate(snap, _started(snap, "small", {"h1": 8}))
+    assert problems == ["small: given 8 GPUs (h1: 8), but it asks for 1 GPU (2)"]
+
+
+def test_a_start_on_hosts_of_another_gpu_type_names_both_types():
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h1", gpu_type="h100"), host("h2", gpu_type="a100")],
+            workloads=[workload("w", 8, gpu_type="a100")],
+        )
+    )
+    problems = validate(snap, _started(snap, "w", {"h1": 8}))
+    assert "w: needs a100 GPUs, but starts on h1, which has h100 GPUs (2)" in problems
+
+
+def test_a_gang_on_more_whole_hosts_than_it_needs_names_both_counts():
+    snap = snapshot_of(
+        instance(hosts=[host("h1"), host("h2"), host("h3")], workloads=[workload("w", 16)])
+    )
+    problems = validate(snap, _started(snap, "w", {"h1": 8, "h2": 8, "h3": 8}))
+    assert "w: gets 3 hosts of 8 GPUs for 16 GPUs, which take 2 hosts (2)" in problems
+
+
+def test_a_gang_on_hosts_of_two_sizes_names_each_size():
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h1"), host("h2", gpus=4), host("h3")],
+            workloads=[workload("w", 12, topology="any")],
+        )
+    )
+    problems = validate(snap, _started(snap, "w", {"h1": 8, "h2": 4}))
+    assert (
+        "w: larger than one host (12 GPUs), so it gets whole hosts of one size, but gets "
+        "hosts of several (h1 has 8, h2 has 4) (2)" in problems
+    )
+
+
+def test_a_start_with_zero_gpus_on_a_host_names_the_host():
+    snap = snapshot_of(instance(workloads=[workload("w", 8)]))
+    problems = validate(snap, _started(snap, "w", {"h1": 8, "h2": 0}))
+    assert "w: holds 0 GPUs on h2 (a count above 0 for each host it holds)" in problems
+
+
+def test_a_wrong_protection_end_names_the_minimum_runtime_and_the_right_end():
+    snap = snapshot_of(instance(workloads=[workload("w", 8, min_runtime="2h")]))
+    plan = _started(snap, "w", {"h1": 8}, protected_until=NOW + timedelta(hours=3))
+    assert validate(snap, plan) == [
+        "w: protected until 2026-11-30T15:00:00Z, but its minimum runtime of 2 h from now, "
+        "2026-11-30T12:00:00Z protects it until 2026-11-30T14:00:00Z"
+    ]
+
+
+def test_a_minimum_runtime_above_the_maximum_names_both():
+    snap = snapshot_of(instance(workloads=[workload("w", 4, min_runtime="90m")]))
+    plan = solve_checked(snap)
+    tight = replace(snap, policy=replace(snap.policy, max_min_runtime_s=3600.0))
+    assert "w: minimum runtime 1 h 30 min is above max_min_runtime 1 h (7)" in validate(tight, plan)
+
+
+def test_protected_unfunded_work_says_why_it_is_unfunded():
+    snap = snapshot_of(instance(workloads=[workload("w", 4, budget=None, min_runtime="4h")]))
+    plan = with_decision(solve_checked(snap), "w", protected_until=NOW + timedelta(hours=4))
+    assert (
+        "w: protected until 2026-11-30T16:00:00Z, but unfunded work is never protected (it "
+        "names no budget, so it is unfunded) (5)" in validate(snap, plan)
+    )
+    wrong = with_decision(solve_checked(snap), "w", occupancy=Occupancy.ALLOCATED)
+    assert (
+        "w: occupancy allocated, the contract says unallocated (it names no budget, so it is "
+        "unfunded)" in validate(snap, wrong)
+    )
+
+
+def test_work_of_a_budget_with_no_share_is_unfunded_and_said_so():
+    budgets = {
+        "name": "root",
+        "children": [{"name": "a", "share": "100%"}, {"name": "z", "share": "0%"}],
+    }
+    snap = snapshot_of(instance(budgets=budgets, workloads=[workload("w", 4, budget="z")]))
+    wrong = with_decision(solve_checked(snap), "w", occupancy=Occupancy.ALLOCATED)
+    assert any(
+        "its budget z has an effective allocation of 0, so it is unfunded" in p
+        for p in validate(snap, wrong)
+    )
+
+
+def test_preempting_protected_work_names_the_end_of_its_protection():
+    snap = snapshot_of(
+        instance(
+            workloads=[workload("run", 8, min_runtime="4h", started=ago(hours=1), hosts={"h1": 8})]
+        )
+    )
+    plan = with_decision(
+        solve_checked(snap), "run", action=Action.PREEMPT, reason=Reason.REBALANCED, hosts={}
+    )
+    assert validate(snap, plan) == [
+        "run: preempt, but it is protected until 2026-11-30T15:00:00Z (3)"
+    ]
+
+
+def test_preempting_work_too_costly_to_stop_names_how_long_it_ran_and_the_interval():
+    snap = snapshot_of(
+        instance(
+            workloads=[workload("run", 8, started=ago(hours=5), hosts={"h1": 8}, resumable=False)],
+            policy={"checkpoint_interval": "1h"},
+        )
+    )
+    plan = with_decision(
+        solve_checked(snap), "run", action=Action.PREEMPT, reason=Reason.REBALANCED, hosts={}
+    )
+    assert validate(snap, plan) == [
+        "run: preempt, but it cannot resume and has run 5 h, longer than the checkpoint "
+        "interval of 1 h: the contract keeps it to its end (costly_to_stop)"
+    ]
+
+
+def test_allocated_work_waiting_beside_unallocated_work_names_the_host_and_the_holder():
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h1")],
+            workloads=[
+                workload("free", 8, min_runtime="0", hosts={"h1": 8}, started=ago(minutes=5)),
+                workload("paid", 8),
+            ],
+        )
+    )
+    plan = with_decision(
+        solve_checked(snap),
+        "free",
+        action=Action.KEEP,
+        hosts={HostName("h1"): 8},
+        reason=Reason.UNALLOCATED_FILL,
+    )
+    plan = with_decision(
+        plan, "paid", action=Action.WAIT, hosts={}, reason=Reason.NO_ROOM, protected_until=None
+    )
+    assert validate(snap, plan) == [
+        "paid: waits for 8 GPUs, which it would have on h1, held by unallocated free (4)"
+    ]
+
+
+def test_a_host_listed_as_drained_that_still_holds_work_names_the_work():
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h1", state="retired"), host("h2")],
+            workloads=[workload("old", 4, min_runtime="4h", started=ago(hours=1), hosts={"h1": 4})],
+        )
+    )
+    plan = solve_checked(snap)
+    assert plan.drained_hosts == ()
+    wrong = replace(plan, drained_hosts=("h1", "h9"))
+    assert validate(snap, wrong) == [
+        "host h1: listed as drained, but 4 GPUs of it stay held (old)",
+        "host h9: listed as drained, but not a host of the instance",
+    ]
+
+
+def test_work_kept_on_an_unknown_host_names_the_host_and_its_gpus():
+    snap = snapshot_of(
+        instance(workloads=[workload("run", 4, started=ago(hours=1), hosts={"h1": 4})])
+    )
+    plan = with_decision(solve_checked(snap), "run", hosts={HostName("h9"): 4})
+    problems = validate(snap, plan)
+    assert "run: holds 4 GPUs on h9, which is not a host of the instance" in problems
+
+
+def test_a_reservation_the_rule_does_not_make_says_what_the_rule_reserves():
+    from alloc.domain import Reservation
+
+    snap = snapshot_of(instance(workloads=[workload("w", 4)]))
+    plan = solve_checked(snap)
+    wrong = replace(plan, reservations=(Reservation(WorkloadId("w"), (HostName("h2"),), NOW),))
+    assert "w: reserves h2, but the rule reserves nothing for it (8)" in validate(snap, wrong)

@@ -16,6 +16,7 @@ from alloc.domain import (
     Action,
     BudgetPath,
     Decision,
+    HostName,
     Occupancy,
     Plan,
     Reason,
@@ -25,6 +26,7 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.policy.contract import Standing, runtime_delta, standings
+from alloc.readable import counted, duration, moment
 from alloc.solve.across import entitlement_problems
 from alloc.solve.memo import RoundMemo
 from alloc.solve.placement import PlaceIndex, place
@@ -53,11 +55,18 @@ def validate(
     st = standing or standings(snapshot)
     seen = [d.workload for d in plan.decisions]
     if len(seen) != len(set(seen)):
-        problems.append("a workload has more than one decision")
+        times: defaultdict[WorkloadId, int] = defaultdict(int)
+        for wid in seen:
+            times[wid] += 1
+        problems += [
+            f"{wid}: {n} decisions, one per workload" for wid, n in sorted(times.items()) if n > 1
+        ]
     missing = set(snapshot.by_id) - set(seen)
     unknown = set(seen) - set(snapshot.by_id)
     problems += [f"{w}: no decision" for w in sorted(missing)]
-    problems += [f"{w}: decision for an unknown workload" for w in sorted(unknown)]
+    problems += [
+        f"{w}: decision for an unknown workload (not in the instance)" for w in sorted(unknown)
+    ]
     used = np.zeros(hosts.count, np.int64)
     unsound = bool(unknown)
     index, by_id = hosts.index, snapshot.by_id
@@ -125,7 +134,10 @@ def validate(
                     at.append(at_host)
                     gpus.append(g)
                 else:
-                    problems.append(f"{w.id}: holds GPUs on unknown host {h}")
+                    problems.append(
+                        f"{w.id}: holds {counted(g, 'GPU')} on {h}, which is not a host of "
+                        "the instance"
+                    )
                     unsound = True
         elif not unsound and any(h not in index for h in d.hosts):
             unsound = True
@@ -134,7 +146,16 @@ def validate(
         checked.update(sound)
     np.add.at(used, at, gpus)
     for i in np.flatnonzero(used > hosts.cap):
-        problems.append(f"host {hosts.names[i]}: {used[i]} GPUs given, it has {hosts.cap[i]} (1)")
+        name = hosts.names[i]
+        holders = ", ".join(
+            f"{d.workload} {d.hosts[name]}"
+            for d in plan.decisions
+            if d.action.holds_gpus and name in d.hosts
+        )
+        problems.append(
+            f"host {name}: {counted(int(used[i]), 'GPU')} given ({holders}), "
+            f"it has {int(hosts.cap[i])} (1)"
+        )
     # The checks across decisions read only decisions about known workloads on known hosts.
     if unsound:
         rest = [d for d in rest if d.workload in by_id and all(h in index for h in d.hosts)]
@@ -154,14 +175,26 @@ def decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str]:  # type: i
     out: list[str] = []
     name = w.id
     if occupancy is not s.occupancy:
-        out.append(f"{name}: occupancy {occupancy.value}, the contract says {s.occupancy.value}")
+        out.append(
+            f"{name}: occupancy {occupancy.value}, the contract says {s.occupancy.value} "
+            f"({_why_occupancy(snapshot, w, s)})"
+        )
     if w.min_runtime_s > max_rt:
-        out.append(f"{name}: minimum runtime above max_min_runtime (7)")
+        out.append(
+            f"{name}: minimum runtime {duration(w.min_runtime_s)} is above max_min_runtime "
+            f"{duration(max_rt)} (7)"
+        )
     if until is not None:
         if not s.funded:
-            out.append(f"{name}: unfunded work is protected (5)")
-        if occupancy is Occupancy.UNALLOCATED:
-            out.append(f"{name}: unallocated work is protected (5)")
+            out.append(
+                f"{name}: protected until {moment(until)}, but unfunded work is never "
+                f"protected ({_why_occupancy(snapshot, w, s)}) (5)"
+            )
+        elif occupancy is Occupancy.UNALLOCATED:
+            out.append(
+                f"{name}: protected until {moment(until)}, but it is marked unallocated, "
+                "and unallocated work is never protected (5)"
+            )
     if w.running:
         if not keep and action is not Action.PREEMPT:
             out.append(f"{name}: running, so it is kept or preempted, not '{action.value}'")
@@ -169,57 +202,126 @@ def decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str]:  # type: i
         out.append(f"{name}: queued, so it starts or waits, not '{action.value}'")
     if s.forced is Action.KEEP and not keep:
         if s.forced_reason is Reason.COSTLY_TO_STOP:
-            out.append(f"{name}: kept by the contract (costly_to_stop), but {action.value}")
+            ran = w.running_seconds(snapshot.now)
+            interval = snapshot.policy.checkpoint_interval_s
+            out.append(
+                f"{name}: {action.value}, but it cannot resume and has run {duration(ran)}, "
+                f"longer than the checkpoint interval of {duration(interval)}: the contract "
+                "keeps it to its end (costly_to_stop)"
+            )
         else:
-            out.append(f"{name}: protected until {s.protected_until}, but {action.value} (3)")
+            assert s.protected_until is not None
+            out.append(
+                f"{name}: {action.value}, but it is protected until {moment(s.protected_until)} (3)"
+            )
     if s.forced is Action.PREEMPT and keep:
-        out.append(f"{name}: kept on a host that is {s.forced_reason.value} (1)")
+        states = {h: snapshot.cluster.by_name[h].state.value for h in w.hosts}
+        bad = ", ".join(f"{h} is {state}" for h, state in states.items() if state != "ready")
+        out.append(f"{name}: kept, but {bad} ({s.forced_reason.value}) (1)")
     if keep and d.hosts != w.hosts:
-        out.append(f"{name}: kept, but on other hosts than it runs on")
+        out.append(f"{name}: kept on {_where(d.hosts)}, but it runs on {_where(w.hosts)}")
     if keep or action is Action.START:
         if occupancy is Occupancy.ALLOCATED:
             start = w.started if w.running else snapshot.now
             want = start + runtime_delta(w.min_runtime_s)
             if until != want:
-                out.append(f"{name}: protected_until {until}, expected {want}")
+                given = "not protected" if until is None else f"protected until {moment(until)}"
+                began = "its start at" if w.running else "now,"
+                out.append(
+                    f"{name}: {given}, but its minimum runtime of {duration(w.min_runtime_s)} "
+                    f"from {began} {moment(start)} protects it until {moment(want)}"
+                )
         if action is Action.START:
-            out += _start_shape(hosts, w, d)
-        if d.hosts is not w.hosts and any(g <= 0 for g in d.hosts.values()):
-            out.append(f"{name}: holds a non-positive number of GPUs on a host")
+            out += _start_shape(snapshot, hosts, w, d)
+        if d.hosts is not w.hosts:
+            out += [
+                f"{name}: holds {g} GPUs on {h} (a count above 0 for each host it holds)"
+                for h, g in d.hosts.items()
+                if g <= 0
+            ]
     return out
 
 
-def _start_shape(hosts: HostArrays, w: Workload, d: Decision) -> list[str]:
+def _where(placement: Mapping[HostName, int]) -> str:
+    """`h1: 8, h2: 8`, or `no host`."""
+    return ", ".join(f"{h}: {g}" for h, g in placement.items()) or "no host"
+
+
+def _why_occupancy(snapshot: Snapshot, w: Workload, s: Standing) -> str:
+    if not w.budget:
+        return "it names no budget, so it is unfunded"
+    if not s.funded:
+        return f"its budget {w.budget} has an effective allocation of 0, so it is unfunded"
+    if w.min_runtime_s == 0:
+        return "its minimum runtime is 0"
+    return f"funded by {w.budget} with a minimum runtime of {duration(w.min_runtime_s)}"
+
+
+def _start_shape(snapshot: Snapshot, hosts: HostArrays, w: Workload, d: Decision) -> list[str]:
     name = w.id
     out = []
     unknown = [h for h in d.hosts if h not in hosts.index]
     if unknown:
-        return [f"{name}: starts on unknown hosts {unknown}"]
+        return [f"{name}: starts on {', '.join(unknown)}, not hosts of the instance"]
     idx = [hosts.index[h] for h in d.hosts]
     if not idx:
-        return [f"{name}: starts on no host"]
+        return [f"{name}: starts on no host (a start names its hosts and their GPUs)"]
+    by_name = snapshot.cluster.by_name
     for h in idx:
+        host = hosts.names[h]
         if not hosts.ready[h]:
-            out.append(f"{name}: starts on {hosts.names[h]}, which is not ready (1)")
+            out.append(f"{name}: starts on {host}, which is {by_name[host].state.value} (1)")
         if w.gpu_type is not None and hosts.types[hosts.type_of[h]] != w.gpu_type:
-            out.append(f"{name}: needs {w.gpu_type}, starts on {hosts.names[h]} (2)")
+            out.append(
+                f"{name}: needs {w.gpu_type} GPUs, but starts on {host}, which has "
+                f"{hosts.types[hosts.type_of[h]]} GPUs (2)"
+            )
     shape = shapes_of((w,), hosts)[w.id]  # the memo of shape_of on these hosts
-    gpus = sum(d.hosts.values())
-    if shape.single:
-        if len(idx) != 1 or gpus != w.gpus:
-            out.append(f"{name}: fits on one host, yet starts as {dict(d.hosts)} (2)")
+    if shape.single:  # (a gang of whole hosts may hold more GPUs than it asks for)
+        gpus = sum(d.hosts.values())
+        if gpus != w.gpus:
+            out.append(
+                f"{name}: given {counted(gpus, 'GPU')} ({_where(d.hosts)}), but it asks for "
+                f"{counted(w.gpus, 'GPU')} (2)"
+            )
+        if len(idx) != 1:
+            out.append(
+                f"{name}: spread over {len(idx)} hosts ({_where(d.hosts)}), but its "
+                f"{counted(w.gpus, 'GPU')} fit on one host, so it gets one (2)"
+            )
         return out
     caps = {int(hosts.cap[h]) for h in idx}
-    types = {int(hosts.type_of[h]) for h in idx}
-    whole = all(d.hosts[hosts.names[h]] == hosts.cap[h] for h in idx)
-    if not whole or len(caps) != 1 or len(types) != 1:
+    types = {hosts.types[hosts.type_of[h]] for h in idx}
+    part = [h for h in idx if d.hosts[hosts.names[h]] != hosts.cap[h]]
+    larger = f"larger than one host ({counted(w.gpus, 'GPU')}), so it gets whole hosts"
+    for h in part:
         out.append(
-            f"{name}: larger than one host, so it gets whole hosts of one size and GPU type (2)"
+            f"{name}: {larger}, but gets {d.hosts[hosts.names[h]]} of the "
+            f"{int(hosts.cap[h])} GPUs of {hosts.names[h]} (2)"
         )
-    elif len(idx) != -(-w.gpus // caps.pop()):
-        out.append(f"{name}: gets {len(idx)} hosts for {w.gpus} GPUs (2)")
-    if w.topology is Topology.BLOCK and len({int(hosts.block_of[h]) for h in idx}) > 1:
-        out.append(f"{name}: topology block, but starts across blocks (2)")
+    if len(caps) > 1:
+        sizes = ", ".join(f"{hosts.names[h]} has {int(hosts.cap[h])}" for h in idx)
+        out.append(f"{name}: {larger} of one size, but gets hosts of several ({sizes}) (2)")
+    if len(types) > 1:
+        kinds = ", ".join(f"{hosts.names[h]} {hosts.types[hosts.type_of[h]]}" for h in idx)
+        out.append(f"{name}: {larger} of one GPU type, but gets several ({kinds}) (2)")
+    if not part and len(caps) == 1 and len(types) == 1:
+        size = caps.pop()
+        need = -(-w.gpus // size)
+        if len(idx) != need:
+            out.append(
+                f"{name}: gets {len(idx)} hosts of {size} GPUs for {counted(w.gpus, 'GPU')}, "
+                f"which take {counted(need, 'host')} (2)"
+            )
+    if w.topology is Topology.BLOCK:
+        blocks: dict[str, list[str]] = defaultdict(list)
+        for h in idx:
+            blocks[hosts.blocks[hosts.block_of[h]]].append(hosts.names[h])
+        if len(blocks) > 1:
+            spread = "; ".join(f"{b}: {', '.join(names)}" for b, names in blocks.items())
+            out.append(
+                f"{name}: topology block, but starts across {len(blocks)} blocks ({spread}) (2)"
+            )
     return out
 
 
@@ -242,8 +344,14 @@ def _reservations(snapshot, hosts, plan, rest, st, due) -> tuple[Reserved, list[
         for r in plan.reservations:
             rule = rule_of.get(r.workload)
             if rule is None or {hosts.names[h] for h in rule.hosts} != set(r.hosts):
+                meant = (
+                    "nothing"
+                    if rule is None
+                    else ", ".join(sorted(hosts.names[h] for h in rule.hosts))
+                )
                 out.append(
-                    f"{r.workload}: reserves {', '.join(r.hosts)}, which the rule does not (8)"
+                    f"{r.workload}: reserves {', '.join(r.hosts)}, but the rule reserves "
+                    f"{meant} for it (8)"
                 )
                 continue
             held.append(rule)
@@ -291,6 +399,7 @@ def _unallocated_yields(snapshot, hosts, rest, used, st, reserved) -> list[str]:
     gpus: list[int] = []
     asked: list[Decision] = []  # allocated work waiting or preempted: could it have used them?
     index = hosts.index
+    holders: defaultdict[int, list[WorkloadId]] = defaultdict(list)  # unallocated, by host
     for d in rest:
         action = d.action
         if d.occupancy is Occupancy.ALLOCATED:
@@ -300,6 +409,7 @@ def _unallocated_yields(snapshot, hosts, rest, used, st, reserved) -> list[str]:
             for h, g in d.hosts.items():
                 at.append(index[h])
                 gpus.append(g)
+                holders[index[h]].append(d.workload)
     if not at or not asked:
         return []
     unallocated = np.zeros(hosts.count, np.int64)
@@ -312,18 +422,32 @@ def _unallocated_yields(snapshot, hosts, rest, used, st, reserved) -> list[str]:
         wid: _waiting_shape(reserved, snapshot.by_id[wid], sh, snapshot.now)
         for wid, sh in shapes_of(waiting, hosts).items()
     }
-    fits = {id(sh): place(sh, room, hosts) is not None for sh in shapes.values()}
+    fits = {id(sh): place(sh, room, hosts) for sh in shapes.values()}
+
+    def held_by(where: list[int]) -> str:
+        names = sorted({v for i in where for v in holders.get(i, ())})
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        return f"{', '.join(hosts.names[i] for i in where)}, held by unallocated {shown}"
+
     out = []
     for d in asked:
         w = snapshot.by_id[d.workload]
-        if d.action is Action.WAIT and fits[id(shapes[w.id])]:
-            out.append(f"{w.id}: waits while unallocated work holds GPUs it could use (4)")
+        found = fits[id(shapes[w.id])] if d.action is Action.WAIT else None
+        if found is not None:
+            out.append(
+                f"{w.id}: waits for {counted(w.gpus, 'GPU')}, which it would have on "
+                f"{held_by(sorted(found))} (4)"
+            )
         if (
             d.action is Action.PREEMPT
             and st[w.id].forced is None
             and all(room[hosts.index[h]] >= g for h, g in w.hosts.items())
         ):
-            out.append(f"{w.id}: preempted while unallocated work holds its GPUs (4)")
+            mine = sorted(hosts.index[h] for h in w.hosts)
+            out.append(
+                f"{w.id}: preempted, but only unallocated work wants its GPUs on "
+                f"{held_by(mine)} (4)"
+            )
     return out
 
 
@@ -377,13 +501,24 @@ def _drains(snapshot, hosts, plan, used) -> list[str]:  # type: ignore[no-untype
             continue  # unknown: below
         h = cluster[i]
         empty = used[i] == 0
-        if h.name in listed and not (h.state.draining and empty):
+        if h.name in listed and not h.state.draining:
             out.append(
-                f"host {h.name}: listed as drained, but it is {h.state.value} "
-                f"and holds {used[i]} GPUs"
+                f"host {h.name}: listed as drained, but it is {h.state.value} (only unhealthy "
+                "and retired hosts drain)"
+            )
+        if h.name in listed and not empty:
+            holding = ", ".join(
+                d.workload for d in plan.decisions if d.action.holds_gpus and h.name in d.hosts
+            )
+            out.append(
+                f"host {h.name}: listed as drained, but {counted(int(used[i]), 'GPU')} of it "
+                f"stay held ({holding})"
             )
         if h.state.draining and empty and h.name not in listed:
-            out.append(f"host {h.name}: drained but not listed")
-    for name in listed - set(hosts.index):
-        out.append(f"host {name}: listed as drained, but unknown")
+            out.append(
+                f"host {h.name}: {h.state.value} and empty after the plan, so drained, but not "
+                "listed in drained_hosts"
+            )
+    for name in sorted(listed - set(hosts.index)):
+        out.append(f"host {name}: listed as drained, but not a host of the instance")
     return out
