@@ -26,21 +26,22 @@
   minimum runtime of at most 15 minutes), large (64 GPUs or more), small (the rest); work with
   minimum runtime 0 or no budget is reported apart as `unallocated`. A job that never started
   counts with the time it waited until the end of the run (a lower bound), and per class
-  `never_started` says how many did.
+  `never_started` says how many did. p50 and p90 are nearest-rank percentiles
+  (`alloc.metrics.quantiles`, the one definition the reports and the wait plot use too).
 - allocated demand: GPUs of allocated work (queued or running, that fits the lab) over ready
   GPUs, averaged over the run and over its first and last day (SPEC's lab has 2-3x);
-- preemptions, the GPU-hours they destroyed; drains completed and their duration;
+- preemptions, the GPU-hours they destroyed; drains completed and their median duration
+  (nearest rank, as every percentile);
   utilization where the trace gives `util`.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
 from alloc.domain import BudgetPath
+from alloc.metrics.quantiles import nearest_rank, summary
 from alloc.sim.engine import SimResult
 from alloc.sim.jobs import SimJob
 
@@ -49,6 +50,18 @@ HOUR = 3600.0
 
 def job_class(sj: SimJob, allocated: bool) -> str:
     return wait_class(sj.job.gpus, sj.job.min_runtime_s, allocated)
+
+
+def job_wait(result: SimResult, sj: SimJob) -> tuple[str, float, bool]:
+    """A submitted job's class, its wait until its first start (until the end of the run when
+    it never started) and whether it is allocated: what metrics.json's waits and jobs.csv,
+    which the wait plot reads, both count."""
+    j = sj.job
+    budget = j.budget or None  # none, or empty: unfunded
+    funded = budget is not None and result.lab.budgets.effective_allocation(budget) > 0
+    allocated = funded and j.min_runtime_s > 0
+    start = sj.first_start_s if sj.first_start_s is not None else result.horizon_s
+    return job_class(sj, allocated), max(0.0, start - j.submitted_s), allocated
 
 
 def wait_class(gpus: int, min_runtime_s: float, allocated: bool) -> str:
@@ -61,18 +74,6 @@ def wait_class(gpus: int, min_runtime_s: float, allocated: bool) -> str:
     if gpus <= 8 and min_runtime_s <= 15 * 60:
         return "debug"
     return "small"
-
-
-def _quantiles(values: list[float]) -> dict[str, float | None]:
-    """p50, p90, max (None without values) and the count."""
-    if not values:
-        return {"p50": None, "p90": None, "max": None, "count": 0}
-    ordered = sorted(values)
-
-    def q(p: float) -> float:  # nearest rank
-        return round(ordered[max(0, math.ceil(p * len(ordered)) - 1)], 3)
-
-    return {"p50": q(0.5), "p90": q(0.9), "max": round(ordered[-1], 3), "count": len(ordered)}
 
 
 def _ratio(num: float, den: float) -> float:
@@ -187,13 +188,10 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
     for sj in world.jobs.values():
         if sj.state == "pending":
             continue
-        allocated = bool(sj.job.budget in funded and sj.job.min_runtime_s > 0)
-        start = sj.first_start_s if sj.first_start_s is not None else result.horizon_s
-        wait = max(0.0, start - sj.job.submitted_s)
-        cls = job_class(sj, allocated)
+        cls, wait, allocated = job_wait(result, sj)
         waits[cls].append(wait)
         never[cls] += sj.first_start_s is None
-        if allocated and sj.job.budget:
+        if allocated and sj.job.budget in team_waits:
             team_waits[sj.job.budget].append(wait)
 
     teams: dict[str, Any] = {}
@@ -206,7 +204,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         owed_all += i.owed
         got_all += i.within
         hourly_all += i.within_hourly
-        w = _quantiles(team_waits[leaf])
+        w = summary(team_waits[leaf])
         teams[leaf] = {
             "owed_gpu_hours": round(i.owed / HOUR, 3),
             "delivered_gpu_hours": round(i.delivered / HOUR, 3),
@@ -244,12 +242,12 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         "worst_team": _worst(teams, "delivered_over_owed"),
         "worst_team_hourly": _worst(teams, "delivered_over_owed_hourly"),
         "teams": teams,
-        "wait_s": {k: _quantiles(v) | {"never_started": never[k]} for k, v in waits.items()},
+        "wait_s": {k: summary(v) | {"never_started": never[k]} for k, v in waits.items()},
         "allocated_demand_over_ready": demand_over_ready(result),
         "preemptions": len(r.preemptions),
         "preempted_gpu_hours_lost": round(sum(p.lost_gpu_s for p in r.preemptions) / HOUR, 3),
         "drains_completed": len(drains),
-        "drain_hours_p50": round(statistics.median(drains), 3) if drains else None,
+        "drain_hours_p50": round(nearest_rank(drains, 0.5), 3) if drains else None,
         "utilization": round(r.util.total() / util_gpus, 6) if util_gpus else None,
         "invariant_violations": result.violations,
         "jobs": {

@@ -77,32 +77,28 @@ def team_rows(result: SimResult) -> list[dict[str, Any]]:
 
 
 def job_rows(result: SimResult) -> list[dict[str, Any]]:
-    """One row per submitted job: class, waits, preemptions, lost work."""
-    from alloc.metrics.pyramid import job_class
+    """One row per submitted job: class, waits (as metrics.json counts them: `job_wait`),
+    preemptions, lost work."""
+    from alloc.metrics.pyramid import job_wait
 
-    budgets = result.lab.budgets
     rows = []
     for sj in result.world.jobs.values():
         j = sj.job
         if sj.state == "pending":
             continue
-        funded = bool(j.budget and budgets.effective_allocation(j.budget) > 0)
-        allocated = funded and j.min_runtime_s > 0
+        cls, wait, _ = job_wait(result, sj)
         start = sj.first_start_s
         rows.append(
             {
                 "id": j.id,
                 "team": j.budget or "",
-                "class": job_class(sj, allocated),
+                "class": cls,
                 "kind": j.kind or "",
                 "gpus": j.gpus,
                 "submitted_s": j.submitted_s,
                 "first_start_s": "" if start is None else round(start, 3),
                 "end_s": "" if sj.end_s is None else round(sj.end_s, 3),
-                "wait_s": round(
-                    max(0.0, (start if start is not None else result.horizon_s) - j.submitted_s),
-                    3,
-                ),
+                "wait_s": round(wait, 3),
                 "started": "true" if start is not None else "false",
                 "preemptions": sj.preemptions,
                 "lost_gpu_hours": round(sj.lost_gpu_s / 3600.0, 4),

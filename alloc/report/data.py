@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from alloc.metrics.quantiles import summary
+
 CLASSES = ("debug", "small", "large", "unallocated")
 
 Row = dict[str, str]
@@ -59,7 +61,17 @@ class Run:
         return sorted(max(0.0, num(r, "wait_s")) for r in self.jobs if r.get("class") == cls)
 
     def never_started(self, cls: str) -> int:
-        return sum(1 for r in self.jobs if r.get("class") == cls and r.get("started") == "False")
+        """Jobs of the class that never started (jobs.csv writes `false`; older runs `False`)."""
+        return sum(
+            1
+            for r in self.jobs
+            if r.get("class") == cls and (r.get("started") or "").lower() == "false"
+        )
+
+    def wait_summary(self, cls: str) -> dict[str, float | None]:
+        """p50, p90, max and count of the class's waits in jobs.csv, by the one percentile
+        definition metrics.json's `wait_s` uses (so the wait plot and the tables agree)."""
+        return summary(self.waits(cls))
 
     def credit(self, given: str | None) -> str | None:
         """The credit line to show: the one given, else the one the run recorded."""

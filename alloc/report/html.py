@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from alloc.metrics.quantiles import nearest_rank
 from alloc.report.data import CLASSES, Run, fnum, load_run, num
 from alloc.report.fmt import Cell, data_uri, duration, e, number, page, pct, table
 from alloc.report.plots import write_plots
@@ -204,7 +205,7 @@ def _events(run: Run) -> str:
         ["rounds by status", e(", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))) or "-"],
         [
             "round time p50 / max",
-            f"{solve[len(solve) // 2]:.3f} s / {solve[-1]:.3f} s" if solve else "-",
+            f"{nearest_rank(solve, 0.5):.3f} s / {solve[-1]:.3f} s" if solve else "-",
         ],
         ["wall seconds", number(_val(m, "wall_seconds"), 1)],
         [

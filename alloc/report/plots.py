@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from alloc.report.data import CLASSES, Run, fnum, load_run, num
-from alloc.report.fmt import duration, pct
+from alloc.report.fmt import count, counted, duration, pct
 
 DPI = 110
 TEAM_COLORS = matplotlib.colormaps["tab20"]
@@ -201,6 +201,18 @@ def _delivered_vs_owed(run: Run) -> Figure:
     return fig
 
 
+def wait_label(run: Run, cls: str) -> str:
+    """The wait plot's legend entry of a class: its jobs, how many never started, p50 and p90
+    (`Run.wait_summary`: the percentiles of report.html's tables and metrics.json)."""
+    q = run.wait_summary(cls)
+    never = run.never_started(cls)
+    jobs = counted(int(q["count"] or 0), "job")
+    return (
+        f"{cls} ({jobs}{f', {count(never)} never started' if never else ''}; "
+        f"p50 {duration(q['p50'])}, p90 {duration(q['p90'])})"
+    )
+
+
 def _waits_cdf(run: Run) -> Figure:
     fig = Figure(figsize=(9, 4.8), layout="constrained")
     ax = fig.add_subplot()
@@ -214,12 +226,7 @@ def _waits_cdf(run: Run) -> Figure:
         xs = [max(1.0, w) for w in waits]
         ys = [(i + 1) / n for i in range(n)]
         longest = max(longest, xs[-1])
-        never = run.never_started(cls)
-        label = (
-            f"{cls} (n={n}{f', {never} never started' if never else ''}; "
-            f"p50 {duration(waits[min(n - 1, n // 2)])}, "
-            f"p90 {duration(waits[min(n - 1, int(0.9 * n))])})"
-        )
+        label = wait_label(run, cls)
         ax.step(
             [xs[0], *xs],
             [0.0, *ys],
