@@ -262,7 +262,7 @@ def test_hostile_names_in_the_cluster_stay_data_in_the_script(tmp_path, name):
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("[1, 2", "cannot read it"),
+        ("[1, 2", "neither JSON nor YAML"),
         ('{"kind": "Pod"}', "expected a List of objects"),
         ('{"items": [1]}', "expected a List of objects"),
     ],
@@ -272,6 +272,14 @@ def test_a_cluster_file_that_does_not_read_is_refused_with_the_reason(tmp_path, 
     path.write_text(text)
     with pytest.raises(ValueError, match=problem):
         ClusterFile(path)
+
+
+def test_a_cluster_file_that_is_a_folder_is_named_once(tmp_path):
+    from alloc.io import InputError
+
+    with pytest.raises(InputError) as caught:
+        ClusterFile(tmp_path)
+    assert str(caught.value) == f"{tmp_path}: is a folder, expected a file of kubectl get -o json"
 
 
 def cli_setup(tmp_path: Path) -> tuple[Path, Path, Path, list[Step]]:

@@ -53,6 +53,8 @@ def export_kubernetes(request: ExportRequest) -> int:
     if request.cluster is not None:
         try:
             source = ClusterFile(request.cluster)
+        except InputError:
+            raise  # names the file already
         except ValueError as e:
             raise InputError(str(request.cluster), "items", str(e)) from None
         where = f"{request.cluster} (a file of the cluster)"

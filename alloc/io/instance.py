@@ -29,7 +29,7 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.io.durations import format_time
-from alloc.io.errors import InputError, field_path
+from alloc.io.errors import InputError, field_path, read_input
 from alloc.io.schema import BudgetIn, ClusterIn, InstanceIn, PolicyIn, WorkloadIn
 from alloc.io.yaml_source import line_of, read_yaml
 
@@ -51,12 +51,7 @@ def load_instance(path: str | Path) -> Snapshot:
 
 def read_text(path: str | Path) -> str:
     """A UTF-8 file's text; InputError naming the file when it cannot be read."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), "", f"cannot read the file: {exc}") from None
+    return read_input(path, kind="a YAML file")
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -20,7 +20,7 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.io.durations import format_time
-from alloc.io.errors import InputError, field_path
+from alloc.io.errors import InputError, field_path, read_input
 from alloc.io.schema import Time
 
 
@@ -105,10 +105,9 @@ class _PlanIn(BaseModel):
 
 def load_plan(path: str | Path) -> Plan:
     file = str(path)
+    text = read_input(path, kind="a plan JSON file")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(file, "", "no such file") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(file, "", f"not valid JSON: {exc.msg}", exc.lineno) from None
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from alloc.domain import BudgetPath, BudgetTree, Topology, TraceJob, WorkloadId
 from alloc.io.durations import format_duration, parse_duration
-from alloc.io.errors import InputError
+from alloc.io.errors import InputError, read_input
 
 COLUMNS = (
     "id",
@@ -45,12 +45,7 @@ def read_trace(
     exceed it, with `gpu_types`, a job's GPU type must be one of them, and no job may have
     an id in `taken_ids` (the lab's own workloads)."""
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (Excel writes one) is no column
-    except FileNotFoundError:
-        raise InputError(file, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file, "", f"cannot read the file: {exc}") from None
+    text = read_input(path, "utf-8-sig", "a CSV file")  # a BOM (Excel writes one) is no column
     return parse_trace(text, file, budgets, max_min_runtime_s, tree_source, gpu_types, taken_ids)
 
 

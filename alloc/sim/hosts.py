@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alloc.domain import HostName, HostState
 from alloc.io.durations import parse_duration
-from alloc.io.errors import InputError
+from alloc.io.errors import InputError, read_input
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +42,7 @@ class HostEvent:
 
 def read_host_events(path: str | Path, hosts: set[str]) -> list[HostEvent]:
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file, "", f"cannot read the file: {exc}") from None
+    text = read_input(path, "utf-8-sig", "a CSV file")
     reader = csv.DictReader(io.StringIO(text))
     columns = reader.fieldnames or []
     if sorted(c.strip() for c in columns) != ["host", "state", "time"]:

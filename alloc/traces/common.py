@@ -22,7 +22,7 @@ from alloc.domain import (
     Snapshot,
     TraceJob,
 )
-from alloc.io.errors import InputError
+from alloc.io.errors import InputError, read_input
 
 HOSTS_PER_BLOCK = 32
 HOSTS_PER_RACK = 4
@@ -65,14 +65,7 @@ def read_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict[s
     """(line, row) for every non-blank data row of a CSV whose header names `required` (other
     columns are allowed and ignored); a row with another number of columns is an error."""
     file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(file, "", "no such file") from None
-    except IsADirectoryError:
-        raise InputError(file, "", "is a folder, expected a CSV file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file, "", f"cannot read the file: {exc}") from None
+    text = read_input(path, "utf-8-sig", "a CSV file")
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = [h.strip() for h in next(reader)]

@@ -30,6 +30,7 @@ from alloc.adapters.kubernetes.read import KubeSite
 from alloc.adapters.kubernetes.steps import Step
 from alloc.adapters.shell import comment, quote
 from alloc.domain import BudgetTree, Plan, Policy
+from alloc.io.errors import read_input
 
 
 class ClusterFile:
@@ -39,15 +40,15 @@ class ClusterFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        text = read_input(path, kind="file of kubectl get -o json")  # InputError: named once
         try:
-            text = path.read_text(encoding="utf-8")
             try:  # kubectl's JSON (YAML refuses the control characters Go prints raw)
                 data = json.loads(text)
             except ValueError:
                 loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there
                 data = yaml.load(text, Loader=loader)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-            raise ValueError(f"cannot read it: {str(e)[:200]}") from None
+        except yaml.YAMLError as e:
+            raise ValueError(f"neither JSON nor YAML: {str(e)[:200]}") from None
         items = data.get("items") if isinstance(data, dict) else None
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise ValueError("expected a List of objects (kubectl get ... -o json)")
