@@ -23,8 +23,10 @@ from alloc.domain import (
 )
 from alloc.io.durations import format_time
 from alloc.policy.weights import Tier
-from alloc.report.fmt import ratio
+from alloc.report.fmt import count, counted, ratio
 from alloc.solve.context import RoundContext, round_context
+from alloc.solve.placement import place
+from alloc.solve.problem import Shape
 from alloc.solve.reserve import reservations
 
 REASON_TEXT = {
@@ -240,9 +242,12 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
     held = _reservation_lines(plan, wid)
     if d.reason is Reason.RESERVED:
         return held
-    own = _own_node_in_the_way(ctx, plan, wid)
+    # Work that never fits (even the empty ready cluster) has room held for it by nobody and
+    # no share that would help: only the request or the cluster can change (below).
+    own = _own_node_in_the_way(ctx, plan, wid) if wid in ctx.placeable else []
     if (
         not shape.single
+        and wid in ctx.placeable
         and d.occupancy is Occupancy.ALLOCATED
         and all(r.workload != wid for r in plan.reservations)
     ):
@@ -256,46 +261,130 @@ def _change(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list
                 "while its node is beyond what it is owed"
             )
     held += own
-    if d.reason is Reason.GPU_TYPE:
-        return [f"a ready host with GPU type {w.gpu_type} (types here: {', '.join(hosts.types)})"]
-    if d.reason is Reason.TOO_LARGE:
-        ready = int(np.where(shape.allowed, hosts.cap, 0).sum())
-        return [
-            f"the ready cluster offers {ready} GPUs it may use; ask for fewer GPUs or "
-            "topology any, or wait for hosts to come back"
-        ]
+    if d.reason is Reason.GPU_TYPE:  # no host of that type at all, ready or not
+        return [f"a host with GPU type {w.gpu_type} (types here: {', '.join(hosts.types)})"]
+    typed = shape.types[hosts.type_of]
+    back = _down_hosts(ctx, typed)  # hosts of its type that are not ready
+    if not (typed & hosts.ready).any():
+        return held + [f"a host of its GPU type ready again: {back}"]
+    if wid not in ctx.placeable:  # it does not fit even the empty ready cluster
+        return held + _never_fits(ctx, w, shape, typed, back)
     free = _free_after(ctx, plan)
+    room = place(ctx.shapes[wid], free, hosts)  # under this round's reservations
     out = []
-    if shape.single:
-        best = int(free[shape.allowed].max()) if shape.allowed.any() else 0
-        out.append(f"{w.gpus} GPUs free on one host; the most free on a host it may use is {best}")
+    if room is not None:
+        where = ", ".join(f"{hosts.names[h]} ({counted(int(free[h]), 'GPU')} free)" for h in room)
+        out.append(f"nothing about room: a place of its shape is free after this round ({where})")
     else:
-        need = shape.hosts_needed(int(hosts.cap[shape.allowed].max()))
-        whole = shape.allowed & (free == hosts.cap)
-        per_block = np.bincount(hosts.block_of[whole], minlength=len(hosts.blocks))
-        scope = "in one block" if shape.block else "anywhere"
-        best = int(per_block.max()) if shape.block else int(whole.sum())
-        out.append(f"{need} whole free hosts {scope}; the best it has now is {best}")
-    when = _earliest(ctx, plan, wid)
-    if when is not None:
+        if shape.single:
+            best = int(free[shape.allowed].max()) if shape.allowed.any() else 0
+            out.append(
+                f"{counted(w.gpus, 'GPU')} free on one host; the most free on a host it may use "
+                f"is {count(best)}"
+            )
+        else:
+            need = shape.hosts_needed(int(hosts.cap[shape.allowed].max()))
+            whole = shape.allowed & (free == hosts.cap)
+            per_block = np.bincount(hosts.block_of[whole], minlength=len(hosts.blocks))
+            scope = "in one block" if shape.block else "anywhere"
+            best = int(per_block.max()) if shape.block else int(whole.sum())
+            out.append(
+                f"{counted(need, 'whole free host')} {scope}; the best it has now is {count(best)}"
+            )
+        when = _earliest(ctx, plan, wid)
+        if when is not None and when > ctx.snapshot.now:  # (not a time that has come)
+            out.append(
+                f"room of that shape frees at the earliest at {format_time(when)}, when the "
+                "protection of the work there ends (work still entitled then keeps running)"
+            )
+        elif when is None:
+            out.append(
+                "every place of that shape is held, at least in part, by work past its "
+                "protection that ranks ahead of it this round: it starts when such work ends, "
+                "or when its own node moves ahead in the fair-share order"
+            )
+    beyond = _beyond_entitlement(ctx, plan, w)
+    if d.reason is Reason.OVER_ALLOCATION and beyond:
         out.append(
-            f"room of that shape frees at the earliest at {format_time(when)}, when the "
-            "protection of the work there ends (work still entitled then keeps running)"
-        )
-    else:
-        out.append(
-            "every place of that shape is held, at least in part, by work past its protection "
-            "that ranks ahead of it this round: it starts when such work ends, or when its "
-            "own node moves ahead in the fair-share order"
-        )
-    if d.reason is Reason.OVER_ALLOCATION and w.budget:
-        out.append(
-            f"or {w.budget} drops back within its entitlement: its ratio must fall below "
+            f"or {beyond} drops back within its entitlement: its ratio must fall below "
             "those of the nodes ahead of it (their work is entitled first)"
         )
-    if d.reason is Reason.TOPOLOGY:
-        out.append("or the workload accepts topology any")
+    if d.reason is Reason.TOPOLOGY and shape.block and _fits(ctx, shape, free, block=False):
+        out.append("or the workload accepts topology any (it fits across blocks now)")
     return held + out
+
+
+def _down_hosts(ctx: RoundContext, typed: np.ndarray) -> str:
+    """The hosts of `typed` that take no work, with their state: `h3 (unhealthy), h4 ...`."""
+    hosts, by_name = ctx.hosts, ctx.snapshot.cluster.by_name
+    down = [hosts.names[i] for i in np.flatnonzero(typed & ~hosts.ready)]
+    shown = ", ".join(f"{h} ({by_name[h].state.value})" for h in down[:6])
+    return shown + (f" and {len(down) - 6} more" if len(down) > 6 else "")
+
+
+def _fits(ctx: RoundContext, shape: Shape, free: np.ndarray, block: bool) -> bool:
+    """Whether `shape`, with topology block or not, fits into `free` on the hosts it allows."""
+    loose = Shape(shape.gpus, shape.types, shape.allowed, shape.single, block)
+    return place(loose, free, ctx.hosts) is not None
+
+
+def _largest(ctx: RoundContext, usable: np.ndarray, block: bool) -> int:
+    """The most GPUs one workload can get of the `usable` hosts, all empty: one host, or whole
+    hosts of one GPU type and size (in one block with `block`)."""
+    hosts = ctx.hosts
+    most = int(hosts.cap[usable].max()) if usable.any() else 0
+    for kind, (_, capacity) in enumerate(hosts.kinds):
+        mine = usable & (hosts.kind_of == kind)
+        if block:
+            per_block = np.bincount(hosts.block_of[mine], minlength=len(hosts.blocks))
+            most = max(most, int(per_block.max()) * capacity)
+        else:
+            most = max(most, int(mine.sum()) * capacity)
+    return most
+
+
+def _never_fits(
+    ctx: RoundContext, w: Workload, shape: Shape, typed: np.ndarray, back: str
+) -> list[str]:
+    """What would make room for work the empty ready cluster has no place for: fewer GPUs
+    (the most it could get), topology any (when that fits), hosts back (when with them it
+    would fit), each only when it would help."""
+    hosts = ctx.hosts
+    ready = typed & hosts.ready
+    everything = np.where(typed, hosts.cap, 0)
+    strict = Shape(shape.gpus, shape.types, ready, shape.single, shape.block)
+    if shape.block and _fits(ctx, strict, np.where(ready, hosts.cap, 0), block=False):
+        most = _largest(ctx, ready, block=True)
+        out = [
+            f"no network block has room for it, even empty (one block gives at most "
+            f"{counted(most, 'GPU')} of its kind): the workload accepts topology any (it fits "
+            "the ready cluster across blocks), or asks for at most "
+            f"{counted(most, 'GPU')}"
+        ]
+    else:
+        most = _largest(ctx, ready, block=False)
+        out = [
+            f"it asks for {counted(w.gpus, 'GPU')}; the ready cluster gives at most "
+            f"{counted(most, 'GPU')} of its GPU type to one workload: ask for at most "
+            f"{count(most)}"
+        ]
+    whole = Shape(shape.gpus, shape.types, typed, shape.single, shape.block)
+    if back and place(whole, everything, hosts) is not None:
+        out.append(f"or hosts come back: {back}")
+    return out
+
+
+def _beyond_entitlement(ctx: RoundContext, plan: Plan, w: Workload) -> str:
+    """The deepest node on the workload's budget path that, with the workload, would hold more
+    allocated GPUs than it is entitled to this round ("" when none would)."""
+    if not w.budget:
+        return ""
+    entitlement = ctx.share.entitlement_gpus
+    beyond = ""
+    for p in path_prefixes(w.budget):  # type: ignore[arg-type]
+        if _held_by_node(plan, ctx.snapshot, p) + w.gpus > entitlement.get(p, 0):
+            beyond = p
+    return beyond
 
 
 def _own_node_in_the_way(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
