@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from alloc.domain import (
-    HOUR_S,
     Action,
     Decision,
     Occupancy,
@@ -23,7 +22,8 @@ from alloc.domain import (
 )
 from alloc.io.durations import format_time
 from alloc.policy.weights import Tier
-from alloc.report.fmt import count, counted, ratio
+from alloc.readable import count, counted, duration, number
+from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext, round_context
 from alloc.solve.placement import place
 from alloc.solve.problem import Shape
@@ -89,8 +89,7 @@ def explain(
     where = f" on {_hosts(d)}" if d.action.holds_gpus else ""
     e = Explanation(f"{wid}: {d.action.value}{where} ({d.reason.value}): {REASON_TEXT[d.reason]}.")
     e.facts.append(
-        f"{w.gpus} GPU{'s' if w.gpus != 1 else ''}, "
-        f"minimum runtime {w.min_runtime_s / HOUR_S:g} h, "
+        f"{counted(w.gpus, 'GPU')}, minimum runtime {duration(w.min_runtime_s)}, "
         f"{'resumable' if w.resumable else 'not resumable'}, priority {w.priority}, "
         f"topology {w.topology.value}" + (f", GPU type {w.gpu_type}" if w.gpu_type else "")
     )
@@ -101,8 +100,8 @@ def explain(
         + (" (minimum runtime 0)" if s.funded and w.min_runtime_s == 0 else "")
     )
     if w.started is not None:
-        ran = (snapshot.now - w.started).total_seconds() / HOUR_S
-        e.facts.append(f"running since {format_time(w.started)} ({ran:.2f} h)")
+        ran = (snapshot.now - w.started).total_seconds()
+        e.facts.append(f"running since {format_time(w.started)} ({duration(ran)})")
     if d.protected_until is not None:
         e.facts.append(f"protected until {format_time(d.protected_until)}")
     e.facts += _backfill_lines(plan, w, d)
@@ -116,15 +115,15 @@ def explain(
 def _hosts(d: Decision) -> str:
     items = list(d.hosts.items())
     text = ", ".join(f"{h}:{g}" for h, g in items[:6])
-    return text + (f" (+{len(items) - 6} more hosts)" if len(items) > 6 else "")
+    return text + (f" (+{count(len(items) - 6)} more hosts)" if len(items) > 6 else "")
 
 
 def _path(ctx: RoundContext, budget: str) -> list[str]:
     tree = ctx.snapshot.budgets
     share = ctx.share
     lines = [
-        f"window capacity {share.capacity_gpu_hours:,.0f} GPU-h over "
-        f"{ctx.snapshot.policy.lookback_s / 86400:g} days; ratio = usage / "
+        f"window capacity {number(share.capacity_gpu_hours, 0)} GPU-h over "
+        f"{duration(ctx.snapshot.policy.lookback_s)}; ratio = usage / "
         "(effective allocation x capacity); lower goes first, level by level"
     ]
     for p in path_prefixes(budget):  # type: ignore[arg-type]
@@ -135,17 +134,17 @@ def _path(ctx: RoundContext, budget: str) -> list[str]:
         near = [c for c in siblings[max(0, rank - 4) : rank + 2] if c != p]
         others = ", ".join(f"{c.rsplit('/', 1)[-1]} {ratio(share.ratios[c])}" for c in near)
         if len(siblings) - 1 > len(near):
-            others += f"; {len(siblings) - 1 - len(near)} more"
+            others += f"; {count(len(siblings) - 1 - len(near))} more"
         lines.append(
             f"{p}: share {tree.node(p).share:.1%} of its parent, effective "
-            f"{tree.effective_allocation(p):.2%}, usage {share.usage_gpu_hours[p]:,.0f} GPU-h, "
-            f"ratio {ratio(share.ratios[p])}, {rank} of {len(siblings)} among its siblings"
-            + (f" ({others})" if others else "")
+            f"{tree.effective_allocation(p):.2%}, usage {number(share.usage_gpu_hours[p], 0)} "
+            f"GPU-h, ratio {ratio(share.ratios[p])}, {count(rank)} of {count(len(siblings))} "
+            "among its siblings" + (f" ({others})" if others else "")
         )
         alone = tree.effective_allocation(p) * ctx.snapshot.cluster.ready_gpus
         lines.append(
-            f"  entitled to {share.entitlement_gpus.get(p, 0)} GPUs this round "
-            f"(its allocation alone: {alone:.0f})"
+            f"  entitled to {counted(share.entitlement_gpus.get(p, 0), 'GPU')} this round "
+            f"(its allocation alone: {number(alone, 0)})"
         )
     return lines
 
@@ -171,7 +170,8 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
         rank = ctx.share.rank[wid]
         tier = ctx.tier(wid)
         out.append(
-            f"fair-share order: {rank + 1} of {len(ctx.share.order)} allocated candidates; "
+            f"fair-share order: {count(rank + 1)} of "
+            f"{counted(len(ctx.share.order), 'allocated candidate')}; "
             f"{'inside' if tier is Tier.ENTITLED else 'beyond'} the ready capacity "
             f"({'entitled' if tier is Tier.ENTITLED else 'not entitled'} this round)"
         )
@@ -184,8 +184,8 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
     if w.budget and d.occupancy is Occupancy.ALLOCATED:
         held = _held_by_node(plan, snapshot, w.budget)
         out.append(
-            f"{w.budget} holds {held} allocated GPUs after this round; its entitlement "
-            f"is {ctx.share.entitlement_gpus.get(w.budget, 0)}"
+            f"{w.budget} holds {counted(held, 'allocated GPU')} after this round; its "
+            f"entitlement is {count(ctx.share.entitlement_gpus.get(w.budget, 0))}"
         )
     sliced = ctx.share.time_sliced.get(wid)
     if sliced is not None and w.budget:
@@ -197,8 +197,9 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
         )
         out.append(
             f"time slicing across the window (models/round.md 2.5): {w.budget} is "
-            f"{behind:,.0f} GPU-h behind its share over the window, so it may hold {excess:g} "
-            f"GPUs beyond its entitlement for this workload's minimum runtime ({cost:,.0f} "
+            f"{number(behind, 0)} GPU-h behind its share over the window, so it may hold "
+            f"{counted(excess, 'GPU')} beyond its entitlement for this workload's "
+            f"minimum runtime ({number(cost, 0)} "
             "GPU-h, paid from what other nodes used beyond their shares); its entitlement "
             "along the path is raised to what it holds, and it pays it back as its ratio rises"
         )
@@ -206,7 +207,7 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
         idle = int(_free_after(ctx, plan).sum())
         out.append(
             f"unallocated work only takes GPUs that no allocated workload can use; "
-            f"{idle} ready GPUs are idle after this round"
+            f"{counted(idle, 'ready GPU')} {'is' if idle == 1 else 'are'} idle after this round"
         )
     if d.action is Action.PREEMPT:
         taken = _taken_by(plan, snapshot, wid)
@@ -410,21 +411,22 @@ def _own_node_in_the_way(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list
         ),
         key=lambda gw: (-gw[0], gw[1].id),
     )
-    shown = ", ".join(f"{o.id} ({g} GPUs, priority {o.priority})" for g, o in mine[:5])
-    more = f" and {len(mine) - 5} more" if len(mine) > 5 else ""
+    shown = ", ".join(f"{o.id} ({counted(g, 'GPU')}, priority {o.priority})" for g, o in mine[:5])
+    more = f" and {count(len(mine) - 5)} more" if len(mine) > 5 else ""
     if w.gpus > owed:
         first = (
-            f"it asks for more than all {w.budget} is owed ({owed} GPUs: its effective "
-            f"allocation x the {ready} ready GPUs): it is entitled only when {w.budget} holds "
+            f"it asks for more than all {w.budget} is owed ({counted(owed, 'GPU')}: its "
+            f"effective allocation x the {counted(ready, 'ready GPU')}): it is entitled only "
+            f"when {w.budget} holds "
             "nothing else and is behind over the window (models/round.md 2.3)"
         )
     else:
         first = (
-            f"{w.budget} is owed {owed} GPUs (its effective allocation x the {ready} ready "
-            f"GPUs): with its {w.gpus} it is within that only while {w.budget} holds at most "
-            f"{owed - w.gpus} other allocated GPUs"
+            f"{w.budget} is owed {counted(owed, 'GPU')} (its effective allocation x the "
+            f"{counted(ready, 'ready GPU')}): with its {count(w.gpus)} it is within that only "
+            f"while {w.budget} holds at most {counted(owed - w.gpus, 'other allocated GPU')}"
         )
-    return [f"{first}; it holds {held}" + (f": {shown}{more}" if shown else "")]
+    return [f"{first}; it holds {count(held)}" + (f": {shown}{more}" if shown else "")]
 
 
 def _backfill_lines(plan: Plan, w: Workload, d: Decision) -> list[str]:

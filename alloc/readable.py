@@ -4,8 +4,10 @@ precision). One rule each, here, used by every writer:
 
 - counts: whole numbers with a thousands separator from 1,000 on (`1,024 GPUs`, `950 GPUs`);
 - a count with its noun agrees with it: `1 GPU`, `8 GPUs`, `1 host`, `0 jobs` (`counted`);
-- durations: whole units, the largest two at most, as a person says them: `45 s`, `15 min`,
-  `1 h`, `1 h 3 min`, `2 d 5 h` (`duration`; never `1.04444 h` or `62.7 min`);
+- durations: whole units as a person says them: seconds below a minute (`45 s`), minutes
+  below an hour (`15 min`), hours and minutes below a day (`1 h`, `1 h 3 min`), then days
+  and hours (`2 d 5 h`), each rounded half up to the last unit shown (`duration`; never
+  `1.04444 h` or `62.7 min`);
 - other quantities: a fixed number of decimals with the same separator (`number`);
 - fractions: percentages with a fixed number of decimals (`pct`);
 - times: ISO 8601 with the zone, UTC as `Z` (`moment`: `2026-11-30T12:00:00Z`), as the
@@ -23,12 +25,15 @@ HOUR_S = 3600
 DAY_S = 86400
 
 
-def count(n: int) -> str:
-    """A whole number: `7`, `950`, `1,024`, `82,247`."""
-    return f"{n:,}"
+def count(n: float) -> str:
+    """A whole number: `7`, `950`, `1,024`, `82,247` (a float that is whole reads the same;
+    one that is not keeps one decimal: `2.5`)."""
+    if float(n).is_integer():
+        return f"{int(n):,}"
+    return number(n, 1)
 
 
-def counted(n: int, noun: str, plural: str | None = None) -> str:
+def counted(n: float, noun: str, plural: str | None = None) -> str:
     """`n` and its noun, which agrees with it: `1 GPU`, `8 GPUs`, `1,024 GPUs`, `0 jobs`;
     `plural` for a noun that does not just take an s (`counted(n, "child", "children")`)."""
     return f"{count(n)} {noun if n == 1 else (plural or noun + 's')}"
@@ -50,9 +55,9 @@ def _half_up(x: float) -> int:
 
 
 def duration(seconds: float | None) -> str:
-    """A duration in whole units, at most two of them: `0 s`, `45 s`, `15 min`, `1 h`,
-    `1 h 3 min`, `1 d`, `2 d 5 h`, `-45 s` (rounded to the smallest unit shown: 3,779 s is
-    `1 h 3 min`); `-` for None."""
+    """A duration in whole units: `0 s`, `45 s`, `15 min`, `1 h`, `1 h 3 min`, `1 d`,
+    `2 d 5 h`, `-45 s` (rounded half up to the last unit shown: 3,779 s is `1 h 3 min`,
+    90 s is `2 min`); `-` for None."""
     if seconds is None:
         return "-"
     s = abs(seconds)

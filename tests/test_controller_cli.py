@@ -73,7 +73,7 @@ def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_p
     assert "running: 2 kept" in status.stdout
     # Which kind of round last decided each workload: here, full rounds (no event came).
     assert "full round" in last and "15 min ago" in last and "wait (no_room)" in last
-    assert "running: 2 kept (last decided by 2 a full round)" in status.stdout
+    assert "running: 2 kept (last decided: 2 by a full round)" in status.stdout
     why = alloc("explain", "--config", config, "c")
     assert why.exit_code == 0, why.stderr
     assert why.stdout.startswith("c: wait")

@@ -856,7 +856,7 @@ def test_simulate_warns_of_jobs_larger_than_every_place_the_lab_has(files, tmp_p
     out = tmp_path / "out"
     result = on_trace("simulate", files, out, "--policy", "greedy")
     assert result.exit_code == 0, result.output
-    assert "warning: 1 jobs are larger than every place this lab has" in result.stdout
+    assert "warning: 1 job is larger than every place this lab has" in result.stdout
     m = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert m["jobs"]["never_fit"] == 1
 

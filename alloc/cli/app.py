@@ -18,6 +18,7 @@ from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.live_cmd import live, status
 from alloc.cli.queue_cmd import queue
 from alloc.io.errors import InputError
+from alloc.readable import counted
 
 if TYPE_CHECKING:  # what a command needs loads when it runs (`alloc --help` starts at once)
     from alloc.domain import Plan, Snapshot
@@ -95,7 +96,8 @@ def validate(
                 out.print(f"[red]violation:[/] {escape(p)}", highlight=False)
             raise typer.Exit(1)
         out.print(
-            f"{plan}: valid ({len(snapshot.workloads)} decisions, every invariant holds)",
+            f"{plan}: valid ({counted(len(snapshot.workloads), 'decision')}, every invariant "
+            "holds)",
             markup=False,
         )
 
@@ -114,9 +116,9 @@ def _same_instance(snapshot: Snapshot, plan: Plan, path: Path) -> None:
         raise InputError(
             str(path),
             "decisions",
-            f"{len(unknown)} decisions name workloads the "
-            f"instance does not have (e.g. {unknown[0]!r}): is this plan for "
-            "another instance?",
+            f"{counted(len(unknown), 'decision')} "
+            f"{'names a workload' if len(unknown) == 1 else 'name workloads'} the instance "
+            f"does not have (e.g. {unknown[0]!r}): is this plan for another instance?",
         )
 
 
@@ -165,7 +167,7 @@ def explain(
                 raise InputError(
                     str(plan),
                     "decisions",
-                    f"the plan breaks {len(problems)} invariant(s) on {source} (first: "
+                    f"the plan breaks {counted(len(problems), 'invariant')} on {source} (first: "
                     f"{problems[0]}): is it for another instance? `alloc validate` lists them",
                 )
         else:

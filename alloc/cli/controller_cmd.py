@@ -12,6 +12,7 @@ import typer
 
 from alloc.cli.common import err, guarded
 from alloc.io import InputError
+from alloc.readable import count, duration
 
 controller_app = typer.Typer(
     rich_markup_mode=None,
@@ -69,7 +70,8 @@ def run(
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         err.print(
-            f"controller {settings.name}: a round every {settings.interval_s:g} s, state in "
+            f"controller {settings.name}: a round every {duration(settings.interval_s)}, state "
+            "in "
             f"{settings.state_url}"
             + (
                 f", /metrics on {settings.metrics_address}:{settings.metrics_port}"
@@ -86,8 +88,8 @@ def run(
                 return
             status = o.plan.report.status if o.plan else "-"
             err.print(
-                f"round {o.round_id}: {o.started} started, {o.preempted} preempted, "
-                f"{o.failed} failed; {status}; {o.seconds:.2f} s; "
+                f"round {o.round_id}: {count(o.started)} started, {count(o.preempted)} "
+                f"preempted, {count(o.failed)} failed; {status}; {o.seconds:.2f} s; "
                 f"{'full round' if o.kind == 'full' else 'event pass'}",
                 markup=False,
             )

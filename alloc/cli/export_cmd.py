@@ -23,6 +23,7 @@ import typer
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.export_k8s import export_kubernetes
 from alloc.io.errors import InputError
+from alloc.readable import count, counted
 
 if TYPE_CHECKING:
     from alloc.adapters.slurm import SlurmExecutor
@@ -136,7 +137,7 @@ def export_slurm(request: ExportRequest) -> int:
         if written is None:
             sys.stdout.write(script)
         else:
-            message = f"{written}: {doing} actions (dry run: nothing was run)"
+            message = f"{written}: {counted(doing, 'action')} (dry run: nothing was run)"
             out.print(message, markup=False, highlight=False)
         for a in actions:
             if not a.ok:
@@ -152,7 +153,7 @@ def export_slurm(request: ExportRequest) -> int:
         line = f"{'ok' if ok else 'failed':6}  {what}: {comment(detail)}"
         out.print(line, markup=False, highlight=False, soft_wrap=True)
     failed = sum(1 for ok, _, _ in lines if not ok)
-    out.print(f"{len(lines) - failed} ok, {failed} failed", highlight=False)
+    out.print(f"{count(len(lines) - failed)} ok, {count(failed)} failed", highlight=False)
     return 1 if failed else 0
 
 
@@ -204,7 +205,9 @@ def _warn_unless_job_ids(plan: Plan) -> None:
         from alloc.adapters.shell import comment
 
         err.print(
-            f"warning: {len(odd)} workload ids are not Slurm job ids (e.g. {comment(odd[0])}): "
+            f"warning: {counted(len(odd), 'workload id')} "
+            f"{'is not a Slurm job id' if len(odd) == 1 else 'are not Slurm job ids'} "
+            f"(e.g. {comment(odd[0])}): "
             "scontrol will not find those jobs, or will read them otherwise",
             markup=False,
             highlight=False,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from alloc.cli.common import check_writable, err, out, write_atomically
 from alloc.io import InputError
+from alloc.readable import count, counted
 
 if TYPE_CHECKING:
     from alloc.cli.export_cmd import ExportRequest
@@ -67,7 +68,7 @@ def export_kubernetes(request: ExportRequest) -> int:
     header = [
         f"alloc export of {request.plan_file} (round of {plan.now.isoformat()}) for Kubernetes",
         f"cluster: {where}, read at {read_at}",
-        f"{len(steps)} requests, in order; the first refusal stops the rest",
+        f"{counted(len(steps), 'request')}, in order; the first refusal stops the rest",
     ]
     refused = [r for r in report.results if not r.ok] + [h for h in report.failed_hosts]
     header += [f"not exported: {_refusal(r)}" for r in refused]
@@ -84,7 +85,7 @@ def export_kubernetes(request: ExportRequest) -> int:
             sys.stdout.write(render_yaml(steps, text))
         else:
             names = f"{request.output / YAML_NAME} and {SCRIPT_NAME}"
-            message = f"{names}: {len(steps)} requests (dry run: nothing was sent)"
+            message = f"{names}: {counted(len(steps), 'request')} (dry run: nothing was sent)"
             out.print(message, markup=False, highlight=False, soft_wrap=True)
         for r in refused:
             err.print(f"warning: {_refusal(r)}", markup=False, highlight=False, soft_wrap=True)
@@ -95,8 +96,9 @@ def export_kubernetes(request: ExportRequest) -> int:
         out.print(f"ok      {step.what}", markup=False, highlight=False, soft_wrap=True)
     if failure:
         err.print(f"failed  {failure}", markup=False, highlight=False, soft_wrap=True)
-        err.print(f"stopped: {len(steps) - sent - 1} requests after it not sent", markup=False)
-    out.print(f"{sent} of {len(steps)} requests sent", highlight=False)
+        left = len(steps) - sent - 1
+        err.print(f"stopped: {counted(left, 'request')} after it not sent", markup=False)
+    out.print(f"{count(sent)} of {counted(len(steps), 'request')} sent", highlight=False)
     return 1 if failure or refused else 0
 
 

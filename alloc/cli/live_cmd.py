@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from alloc.cli.common import guarded, out
+from alloc.readable import count
 
 if TYPE_CHECKING:
     from alloc.domain import Snapshot, WorkloadId
@@ -85,10 +86,10 @@ def status(
             table.add_column(head, justify="right" if head in ("#", "GPUs", "prio") else "left")
         for r in queue_rows(result.context, result.plan):
             table.add_row(
-                str(r.rank) if r.rank else "-",
+                count(r.rank) if r.rank else "-",
                 escape(r.workload),
                 escape(r.budget),
-                str(r.gpus),
+                count(r.gpus),
                 str(r.priority),
                 waited(r.waiting_s),
                 r.decision,
@@ -111,15 +112,15 @@ def status(
                     kind, when, what = last_decided(row, now_s)
                     decided.add_row(escape(w.id), kind, when, what)
             out.print(decided)
-        running = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"
+        running = ", ".join(f"{count(n)} {k}" for k, n in sorted(counts.items())) or "none"
         kinds = Counter(
             str(last[w.id]["kind"]) for w in snapshot.workloads if w.running and w.id in last
         )
         if kinds:
             running += (
-                " (last decided by "
+                " (last decided: "
                 + ", ".join(
-                    f"{kinds[k]} {'a full round' if k == 'full' else 'an event pass'}"
+                    f"{count(kinds[k])} by {'a full round' if k == 'full' else 'an event pass'}"
                     for k in sorted(kinds)
                 )
                 + ")"

@@ -13,9 +13,9 @@ from rich.table import Table
 
 from alloc.domain import Plan
 from alloc.io.durations import format_time
+from alloc.readable import count, counted, duration, hours, number
+from alloc.readable import pct as fmt_pct
 from alloc.report.fmt import demand as fmt_demand
-from alloc.report.fmt import duration
-from alloc.report.fmt import pct as fmt_pct
 from alloc.summary import Summary
 
 
@@ -41,7 +41,7 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     for col in ("action", "reason", "workloads", "GPUs"):
         actions.add_column(col, justify="right" if col in ("workloads", "GPUs") else "left")
     for (action, reason), (n, gpus) in summary.by_action.items():
-        actions.add_row(action.value, reason.value, str(n), str(gpus))
+        actions.add_row(action.value, reason.value, count(n), count(gpus))
     console.print(actions)
 
     nodes = Table(title="Budgets (GPUs)", title_justify="left")
@@ -66,12 +66,12 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
             name,
             f"{row.share:.1%}",
             f"{row.effective:.1%}",
-            f"{row.owed_gpus:.0f}",
-            str(row.entitled_gpus),
-            str(row.assigned_gpus),
-            str(row.unallocated_gpus),
-            str(row.demand_gpus),
-            str(row.waiting),
+            number(row.owed_gpus, 0),
+            count(row.entitled_gpus),
+            count(row.assigned_gpus),
+            count(row.unallocated_gpus),
+            count(row.demand_gpus),
+            count(row.waiting),
             ratio_text(row.ratio),
         )
     console.print(nodes)
@@ -81,7 +81,7 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     for col in ("ready GPUs", "allocated", "unallocated", "idle"):
         occ.add_column(col, justify="right")
     occ.add_row(
-        str(ready),
+        count(ready),
         f"{m.get('allocated_occupancy', 0):.1%}",
         f"{m.get('unallocated_occupancy', 0):.1%}",
         f"{1 - m.get('occupancy', 0):.1%}",
@@ -135,26 +135,26 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
                 (
                     f"wait {cls} (p50 / p90 / max)",
                     f"{duration(w['p50'])} / {duration(w['p90'])} / {duration(w['max'])}"
-                    + (f" ({never} never started)" if never else ""),
+                    + (f" ({count(never)} never started)" if never else ""),
                 )
             )
     rows += [
         (
             "preemptions (GPU-hours lost)",
-            f"{m['preemptions']} ({m['preempted_gpu_hours_lost']:,.0f})",
+            f"{count(m['preemptions'])} ({number(m['preempted_gpu_hours_lost'], 0)})",
         ),
         (
-            "drains completed (median hours)",
-            f"{m['drains_completed']} ({m['drain_hours_p50']:.1f})"
+            "drains completed (median duration)",
+            f"{count(m['drains_completed'])} ({hours(m['drain_hours_p50'])})"
             if m["drains_completed"]
             else "none",
         ),
         ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
-        ("invariant violations", str(m["invariant_violations"])),
+        ("invariant violations", count(m["invariant_violations"])),
         (
             "full rounds, event passes (skipped as quiet)",
-            f"{m['rounds']} ({m['skipped_rounds']}), {m.get('event_passes', 0)} "
-            f"({m.get('skipped_passes', 0)})",
+            f"{count(m['rounds'])} ({count(m['skipped_rounds'])}), "
+            f"{count(m.get('event_passes', 0))} ({count(m.get('skipped_passes', 0))})",
         ),
         ("wall seconds", f"{m['wall_seconds']:.1f}"),
     ]
@@ -163,9 +163,11 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     console.print(table)
     never_fit = (m.get("jobs") or {}).get("never_fit", 0)
     if never_fit:
+        one = never_fit == 1
         console.print(
-            f"warning: {never_fit} jobs are larger than every place this lab has: they never "
-            "start and are not counted as demand",
+            f"warning: {counted(never_fit, 'job')} {'is' if one else 'are'} larger than every "
+            f"place this lab has: {'it never starts' if one else 'they never start'} and "
+            f"{'is' if one else 'are'} not counted as demand",
             highlight=False,
         )
     if m.get("credit"):

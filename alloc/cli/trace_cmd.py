@@ -13,6 +13,7 @@ import typer
 
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.io.errors import InputError
+from alloc.readable import count, counted, duration
 
 if TYPE_CHECKING:  # the trace readers load when the command runs
     from alloc.traces import ImportSummary
@@ -125,25 +126,23 @@ def _header(command: str, attribution: str | None) -> str:
     return "\n".join(lines)
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
 def summary_lines(kind: str, s: ImportSummary) -> list[str]:
     """The printed summary of an import."""
     dropped = sum(s.dropped.values())
-    why = ", ".join(f"{n:,} {reason}" for reason, n in sorted(s.dropped.items()))
-    kinds = ", ".join(f"{s.kinds.get(k, 0):,} {k}" for k in ("debug", "train", "unallocated"))
+    why = ", ".join(f"{count(n)} {reason}" for reason, n in sorted(s.dropped.items()))
+    kinds = ", ".join(f"{count(s.kinds.get(k, 0))} {k}" for k in ("debug", "train", "unallocated"))
     handed = sum(p for _, p, _ in s.budgets)
     lines = [
-        f"{kind}: {_n(s.imported, 'job')} imported from {s.source} ({s.rows:,} rows; "
-        + (f"{dropped:,} dropped: {why})" if dropped else "none dropped)"),
+        f"{kind}: {counted(s.imported, 'job')} imported from {s.source} "
+        f"({counted(s.rows, 'row')}; "
+        + (f"{count(dropped)} dropped: {why})" if dropped else "none dropped)"),
         f"  jobs: {kinds} (minimum runtime 0 = unallocated)",
-        f"  cluster: {_n(s.hosts, 'host')} x {s.gpus_per_host} GPUs = {s.gpus:,} GPUs; "
-        f"span {s.span_days:.1f} days of submissions",
-        f"  larger than the whole cluster: {s.too_large:,} (kept; they wait too_large); "
-        f"larger than one block: {s.wider_than_block:,}",
-        f"  budgets: {len(s.budgets)} leaves, {handed:.3f}% of the cluster handed out",
+        f"  cluster: {counted(s.hosts, 'host')} x {counted(s.gpus_per_host, 'GPU')} = "
+        f"{counted(s.gpus, 'GPU')}; submissions over {duration(s.span_days * 86400)}",
+        f"  larger than the whole cluster: {count(s.too_large)} (kept; they wait too_large); "
+        f"larger than one block: {count(s.wider_than_block)}",
+        f"  budgets: {counted(len(s.budgets), 'leaf', 'leaves')}, {handed:.3f}% of the cluster "
+        "handed out",
     ]
     width = max(len(name) for name, _, _ in s.budgets)
     lines += [f"    {name:<{width}}  {pct:7.3f}%  {why}" for name, pct, why in s.budgets]

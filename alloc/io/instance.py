@@ -32,6 +32,7 @@ from alloc.io.durations import format_time
 from alloc.io.errors import InputError, field_path, read_input
 from alloc.io.schema import BudgetIn, ClusterIn, InstanceIn, PolicyIn, WorkloadIn
 from alloc.io.yaml_source import line_of, read_yaml
+from alloc.readable import count, counted
 
 SHARE_TOLERANCE = 1e-9
 
@@ -356,13 +357,15 @@ def _workload(
             if placed[host.name] > host.gpus:
                 raise report.error(
                     (*loc, "hosts", name),
-                    f"host {name} has {host.gpus} GPUs, but running workloads "
-                    f"place {placed[host.name]} there",
+                    f"host {name} has {counted(host.gpus, 'GPU')}, but running workloads "
+                    f"place {count(placed[host.name])} there",
                 )
             hosts[host.name] = gpus
         if sum(hosts.values()) < w.gpus:
             raise report.error(
-                (*loc, "hosts"), f"places {sum(hosts.values())} GPUs for a workload of {w.gpus}"
+                (*loc, "hosts"),
+                f"places {counted(sum(hosts.values()), 'GPU')} for a workload of "
+                f"{counted(w.gpus, 'GPU')}",
             )
     elif w.backfill_for:
         raise report.error(

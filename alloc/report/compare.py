@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from alloc.report.data import CLASSES, Run, fnum, load_run
-from alloc.report.fmt import duration, pct, signed, signed_duration
+from alloc.report.fmt import count, duration, pct, signed, signed_duration
 
 # Per team: (key in metrics.json, higher is better; None: neither, shown for context).
 TEAM_KEYS: tuple[tuple[str, bool | None], ...] = (
@@ -179,7 +179,7 @@ def comparison_table(
                     pct(t["delivered_over_owed"]),
                     duration(t["wait_p50_s"]),
                     duration(t["wait_p90_s"]),
-                    f"{t['preemptions'] or 0:.0f}",
+                    count(t["preemptions"] or 0),
                 ]
             )
             against = "" if c.is_baseline(i) else _delta_cell(c.team_delta(team, i))

@@ -105,6 +105,8 @@ def _fmt(key: str, value: float | None) -> str:
         return "-"
     if key.endswith("_s") and key != "wall_seconds":
         return duration(value)
+    if key == "drain_hours_p50":  # a duration given in hours
+        return duration(value * 3600)
     if "occupancy" in key or "over_owed" in key or key in ("availability", "utilization"):
         return pct(value)
     if key in COUNTS:
@@ -115,6 +117,8 @@ def _fmt(key: str, value: float | None) -> str:
 def _fmt_delta(key: str, delta: float) -> str:
     if key.endswith("_s") and key != "wall_seconds":
         return signed_duration(delta)
+    if key == "drain_hours_p50":
+        return signed_duration(delta * 3600)
     if "occupancy" in key or "over_owed" in key or key in ("availability", "utilization"):
         return signed(100 * delta, 1, " pp")
     return signed(delta, 0 if key in COUNTS else 1)

@@ -14,6 +14,7 @@ __all__ = [  # the numbers as alloc.readable writes them, and the HTML around th
     "CSS",
     "Cell",
     "count",
+    "count_of",
     "counted",
     "data_uri",
     "demand",
@@ -42,6 +43,13 @@ th{background:#edf2f7}td.l,th.l{text-align:left}
 .bad{color:#9b2c2c;background:#fff5f5}
 img{max-width:100%;display:block;margin:.8em 0;border:1px solid #e2e8f0}
 """
+
+
+def count_of(value: object) -> str:
+    """A count read from metrics.json, `-` when it is missing (a run from before it existed)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return count(value)
 
 
 def signed(value: float, digits: int = 1, unit: str = "") -> str:

@@ -8,7 +8,19 @@ from typing import Any
 
 from alloc.metrics.quantiles import nearest_rank
 from alloc.report.data import CLASSES, Run, fnum, load_run, num
-from alloc.report.fmt import Cell, data_uri, duration, e, number, page, pct, table
+from alloc.report.fmt import (
+    Cell,
+    count,
+    count_of,
+    data_uri,
+    duration,
+    e,
+    hours,
+    number,
+    page,
+    pct,
+    table,
+)
 from alloc.report.plots import write_plots
 
 CAPTIONS = {
@@ -48,11 +60,15 @@ def write_report(out_dir: Path, title: str, credit: str | None = None) -> Path:
     return path
 
 
+def _days(days: float) -> str:
+    return f"{days:g} day{'' if days == 1 else 's'}"
+
+
 def _header(m: dict[str, Any]) -> str:
     parts = [
         f"policy <b>{e(m.get('policy', '?'))}</b>",
         f"seed {e(m.get('seed', '?'))}",
-        f"{e(m.get('days', '?'))} days",
+        "? days" if not isinstance(m.get("days"), int | float) else f"{_days(m['days'])}",
     ]
     if m.get("source"):
         parts.append(f"source {e(m['source'])}")
@@ -142,7 +158,7 @@ def _teams(run: Run) -> str:
                 (tone, pct(ratio)),
                 duration(_val(t, "wait_p50_s")),
                 duration(_val(t, "wait_p90_s")),
-                str(int(fnum(t.get("preemptions")))),
+                count(int(fnum(t.get("preemptions")))),
             ]
         )
     return table(
@@ -169,15 +185,15 @@ def _waits(m: dict[str, Any]) -> str:
         w = waits.get(cls)
         if not isinstance(w, dict):
             continue
-        count = w.get("count")
+        jobs = w.get("count")
         rows.append(
             [
                 cls,
-                "-" if count is None else str(count),
+                count_of(jobs),
                 duration(_val(w, "p50")),
                 duration(_val(w, "p90")),
                 duration(_val(w, "max")),
-                str(w.get("never_started", "-")),
+                count_of(w.get("never_started")),
             ]
         )
     if not rows:
@@ -196,13 +212,19 @@ def _events(run: Run) -> str:
     solve = sorted(num(r, "seconds") for r in run.rounds)
     drain_p50 = m.get("drain_hours_p50")
     rows: list[list[Cell]] = [
-        ["preemptions", str(m.get("preemptions", "-"))],
+        ["preemptions", count_of(m.get("preemptions"))],
         ["GPU-hours lost to preemptions", number(_val(m, "preempted_gpu_hours_lost"))],
-        ["drains completed", str(m.get("drains_completed", "-"))],
-        ["drain duration p50", "-" if drain_p50 is None else f"{fnum(drain_p50):.1f} h"],
-        ["invariant violations", str(m.get("invariant_violations", "-"))],
-        ["rounds (skipped as quiet)", f"{m.get('rounds', '-')} ({m.get('skipped_rounds', 0)})"],
-        ["rounds by status", e(", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))) or "-"],
+        ["drains completed", count_of(m.get("drains_completed"))],
+        ["drain duration p50", "-" if drain_p50 is None else hours(fnum(drain_p50))],
+        ["invariant violations", count_of(m.get("invariant_violations"))],
+        [
+            "rounds (skipped as quiet)",
+            f"{count_of(m.get('rounds'))} ({count_of(m.get('skipped_rounds', 0))})",
+        ],
+        [
+            "rounds by status",
+            e(", ".join(f"{k} {count(v)}" for k, v in sorted(statuses.items()))) or "-",
+        ],
         [
             "round time p50 / max",
             f"{nearest_rank(solve, 0.5):.3f} s / {solve[-1]:.3f} s" if solve else "-",
@@ -210,13 +232,13 @@ def _events(run: Run) -> str:
         ["wall seconds", number(_val(m, "wall_seconds"), 1)],
         [
             "jobs submitted / completed",
-            f"{jobs.get('submitted', '-')} / {jobs.get('completed', '-')}",
+            f"{count_of(jobs.get('submitted'))} / {count_of(jobs.get('completed'))}",
         ],
         [
             "running / queued at the end",
-            f"{jobs.get('running_at_end', '-')} / {jobs.get('queued_at_end', '-')}",
+            f"{count_of(jobs.get('running_at_end'))} / {count_of(jobs.get('queued_at_end'))}",
         ],
     ]
     if m.get("invariant_violations"):
-        rows[4] = [("bad", "invariant violations"), ("bad", str(m["invariant_violations"]))]
+        rows[4] = [("bad", "invariant violations"), ("bad", count_of(m["invariant_violations"]))]
     return table(["event", "value"], rows)

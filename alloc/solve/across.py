@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from alloc.domain import Action, BudgetPath, Occupancy, Plan, Reason, Snapshot, path_prefixes
+from alloc.readable import count, counted
 
 ENTITLED_REASONS = frozenset({Reason.UNDER_ALLOCATION, Reason.PROTECTED, Reason.COSTLY_TO_STOP})
 
@@ -43,8 +44,8 @@ def entitlement_problems(
             if d.reason is not Reason.UNDER_ALLOCATION:
                 forced[p] += gpus
     return [
-        f"{p}: holds {gpus} GPUs as entitled (under_allocation, protected, costly to stop) but "
-        f"is entitled to {entitlement.get(p, 0)} this round (models/round.md 2.4)"
+        f"{p}: holds {counted(gpus, 'GPU')} as entitled (under_allocation, protected, costly to "
+        f"stop) but is entitled to {count(entitlement.get(p, 0))} this round (models/round.md 2.4)"
         for p, gpus in sorted(entitled.items())
         if gpus > max(entitlement.get(p, 0), forced[p])
     ]

@@ -53,6 +53,7 @@ from alloc.domain import (
 from alloc.policy.contract import Standing, runtime_delta
 from alloc.policy.fairshare import window_ratios
 from alloc.policy.timeslice import TimeSlicing
+from alloc.readable import count, counted
 from alloc.solve.placement import place
 from alloc.solve.problem import HostArrays, Shape, shape_of
 
@@ -113,8 +114,9 @@ def reservations(
         if len(chosen) > budget:
             if why_not is not None:
                 why_not[w] = (
-                    f"it needs {len(chosen)} hosts and this round's reservations may hold only "
-                    f"{budget} more (at most {MAX_RESERVED_SHARE:.0%} of the ready hosts)"
+                    f"it needs {counted(len(chosen), 'host')} and this round's reservations may "
+                    f"hold only {count(budget)} more (at most {MAX_RESERVED_SHARE:.0%} of the "
+                    "ready hosts)"
                 )
             continue
         budget -= len(chosen)
@@ -251,11 +253,11 @@ def _candidates(
             if why_not is not None:
                 owed = snapshot.budgets.effective_allocation(node) * ready_gpus
                 why_not[w.id] = (
-                    f"{node} is owed {owed:.0f} GPUs (its effective allocation x the ready "
-                    f"GPUs) and holds {running[node]} allocated GPUs: with its {w.gpus} it "
-                    "would be beyond what it is owed, so hosts held for it could idle in vain "
-                    f"(time slicing does not pay for the {excess:.0f} GPUs beyond: "
-                    "models/round.md 2.5)"
+                    f"{node} is owed {counted(round(owed), 'GPU')} (its effective allocation x "
+                    f"the ready GPUs) and holds {counted(running[node], 'allocated GPU')}: with "
+                    f"its {count(w.gpus)} it would be beyond what it is owed, so hosts held for "
+                    f"it could idle in vain (time slicing does not pay for the "
+                    f"{counted(round(excess), 'GPU')} beyond: models/round.md 2.5)"
                 )
             continue
         gangs.append(s)

@@ -297,7 +297,7 @@ def _start_shape(snapshot: Snapshot, hosts: HostArrays, w: Workload, d: Decision
     for h in part:
         out.append(
             f"{name}: {larger}, but gets {d.hosts[hosts.names[h]]} of the "
-            f"{int(hosts.cap[h])} GPUs of {hosts.names[h]} (2)"
+            f"{counted(int(hosts.cap[h]), 'GPU')} of {hosts.names[h]} (2)"
         )
     if len(caps) > 1:
         sizes = ", ".join(f"{hosts.names[h]} has {int(hosts.cap[h])}" for h in idx)
@@ -310,7 +310,8 @@ def _start_shape(snapshot: Snapshot, hosts: HostArrays, w: Workload, d: Decision
         need = -(-w.gpus // size)
         if len(idx) != need:
             out.append(
-                f"{name}: gets {len(idx)} hosts of {size} GPUs for {counted(w.gpus, 'GPU')}, "
+                f"{name}: gets {len(idx)} hosts of {counted(size, 'GPU')} for "
+                f"{counted(w.gpus, 'GPU')}, "
                 f"which take {counted(need, 'host')} (2)"
             )
     if w.topology is Topology.BLOCK:

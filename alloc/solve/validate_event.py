@@ -19,6 +19,7 @@ import numpy as np
 from alloc.domain import Action, Decision, Occupancy, Snapshot, WorkloadId
 from alloc.policy.contract import standing
 from alloc.policy.weights import Tier
+from alloc.readable import counted
 from alloc.solve.carry import PassState, Queued
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.validate import decision_problems
@@ -61,7 +62,9 @@ def check_pass(
     for h in touched:
         used = sum(load.held[w][h] for w in load.on_host.get(h, ()))
         if used > cap[h]:
-            problems.append(f"host {hosts.names[h]}: {used} GPUs given, it has {cap[h]} (1)")
+            problems.append(
+                f"host {hosts.names[h]}: {counted(int(used), 'GPU')} given, it has {cap[h]} (1)"
+            )
     problems += _unallocated_yields(state, touched)
     problems += _priority_order(state, decisions)
     return problems

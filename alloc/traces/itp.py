@@ -36,6 +36,7 @@ from pathlib import Path
 
 from alloc.domain import BudgetPath, TraceJob, WorkloadId
 from alloc.io.errors import InputError
+from alloc.readable import counted
 from alloc.traces.common import (
     ImportSummary,
     TraceImport,
@@ -123,15 +124,16 @@ def import_itp(
         gpus_per_host=GPUS_PER_HOST,
         span_days=span_days(jobs),
         budgets=[
-            (n, pct, f"weight 1/{i + 1}, {per_tenant.get(BudgetPath(n), 0)} jobs")
+            (n, pct, f"weight 1/{i + 1}, {counted(per_tenant.get(BudgetPath(n), 0), 'job')}")
             for i, (n, pct) in enumerate(zip(names, percents, strict=True))
         ],
         notes=[
-            f"tenants assigned by a seeded rule (the trace has none): {tenants} tenants, "
+            f"tenants assigned by a seeded rule (the trace has none): "
+            f"{counted(tenants, 'tenant')}, "
             f"Zipf weights 1/i, job -> tenant by SHA-256 of (seed {rule.seed}, job_id)",
             f"cluster sized to the {PERCENTILE * 100:g}th percentile of concurrent demand if "
-            f"every job started at submission ({demand} GPUs) and the largest job "
-            f"({largest} GPUs), in hosts of {GPUS_PER_HOST}",
+            f"every job started at submission ({counted(demand, 'GPU')}) and the largest job "
+            f"({counted(largest, 'GPU')}), in hosts of {GPUS_PER_HOST}",
         ],
         attribution=ATTRIBUTION,
     )

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from alloc.domain import BudgetPath, TraceJob, WorkloadId
 from alloc.io.errors import InputError
+from alloc.readable import counted
 from alloc.traces.common import (
     ImportSummary,
     TraceImport,
@@ -103,14 +104,15 @@ def import_philly(
         (
             vc,
             pct,
-            f"{n} node{'s' if n != 1 else ''}"
+            counted(n, "node")
             + (" (no count in the node file)" if vc in uncounted else "")
-            + f", {jobs_per_vc.get(vc, 0)} jobs",
+            + f", {counted(jobs_per_vc.get(vc, 0), 'job')}",
         )
         for (vc, n), pct in zip(nodes.items(), percents, strict=True)
     ]
     notes = [
-        f"{gpus_per_node} GPUs per node (Philly mixed 2- and 8-GPU servers; --gpus-per-node)",
+        f"{counted(gpus_per_node, 'GPU')} per node (Philly mixed 2- and 8-GPU servers; "
+        "--gpus-per-node)",
         "timestamps read as UTC; submitted counts from the earliest one",
     ]
     if uncounted:
