@@ -288,6 +288,7 @@ def run(*args: str | Path):
 
 
 def test_the_command_writes_the_trace_and_the_lab_and_credits_philly(tmp_path):
+    (tmp_path / "out").mkdir()  # an output's folder is not made (issue 17): it exists
     trace, lab = tmp_path / "out" / "t.csv", tmp_path / "out" / "lab.yaml"
     result = run("philly", philly_dir(tmp_path), "-o", trace, "--lab", lab, "--unallocated", "0")
     assert result.exit_code == 0, result.output

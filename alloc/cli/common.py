@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -42,19 +43,50 @@ def guarded(action: Callable[[], T]) -> T:
 
 
 def check_writable(option: str, path: Path, folder: bool = False) -> None:
-    """Bad input (exit 2) before any work when `path` (a file, or a folder with `folder`) could
-    not be written: it is the other kind, a part of its parent path is a file, or the nearest
-    existing folder is read-only."""
+    """Bad input (exit 2) before any work when `path` (a file, or a folder with `folder`)
+    could not be written: it is the other kind, the folder it goes into does not exist (it is
+    not created: a mistyped path is not silently made; an output folder itself may be new),
+    that folder is a file, or it is read-only."""
     kind = "folder" if folder else "file"
     if path.exists() and path.is_dir() != folder:
         raise InputError(option, "", f"{path} exists and is not a {kind}")
-    parent = path if folder else path.parent
-    while not parent.exists():
-        parent = parent.parent
+    parent = path if folder and path.is_dir() else path.parent
+    if not parent.exists():
+        above = parent
+        while not above.exists():
+            above = above.parent
+        if not above.is_dir():
+            raise InputError(option, "", f"cannot write {path}: {above} is a file")
+        what = "create" if folder else "write"
+        raise InputError(
+            option,
+            "",
+            f"cannot {what} {path}: the folder {parent} does not exist (create it first)",
+        )
     if not parent.is_dir():
         raise InputError(option, "", f"cannot write {path}: {parent} is a file")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(option, "", f"cannot write {path}: {parent} is not writable")
+
+
+def replaced_by_run(folder: Path, names: Iterable[str]) -> str | None:
+    """What a run writing `names` into `folder` replaces, to say before it starts: `replacing
+    metrics.json, report.html in out/, from the run of 2026-12-02 16:39 UTC` (a folder named
+    with a slash), or None when none of them is there. The time is the newest of them."""
+    there = [folder / n for n in names if (folder / n).exists()]
+    if not there:
+        return None
+    newest = max(p.stat().st_mtime for p in there)
+    when = datetime.fromtimestamp(newest, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    shown = ", ".join(p.name + ("/" if p.is_dir() else "") for p in there)
+    return f"replacing {shown} in {folder}, from the run of {when}"
+
+
+def say_replaced(folder: Path, names: Iterable[str]) -> None:
+    """Before a run writes into `folder`: which files of an earlier run it replaces, if any."""
+    line = replaced_by_run(folder, names)
+    if line is not None:
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def write_atomically(path: Path, text: str, mode: int = 0o666) -> None:

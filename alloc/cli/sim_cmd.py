@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from alloc.cli.common import check_writable, guarded, write_atomically
+from alloc.cli.common import check_writable, guarded, say_replaced, write_atomically
 from alloc.io.durations import parse_duration
 from alloc.io.errors import InputError, read_input
 
@@ -271,7 +271,7 @@ def simulate(
     """Simulate a lab over time: same round function, simulated clock and executor."""
 
     from alloc.cli.render import print_summary
-    from alloc.sim.run import run
+    from alloc.sim.run import RUN_FILES, run
 
     def act() -> None:
         check_writable("--out", out, folder=True)
@@ -287,6 +287,7 @@ def simulate(
         base, inputs = base_spec(lab, trace, synthetic, days, seed, options)
         chosen = _policy(policy) if policy is not None else base.policy
         spec = replace(base, policy=chosen, out=str(out), label=chosen)
+        say_replaced(out, RUN_FILES)
         with Progress(
             TextColumn("simulating"),
             BarColumn(),
@@ -345,6 +346,7 @@ def whatif(
     from alloc.io.scenario import load_scenario
     from alloc.io.trace_csv import parse_trace
     from alloc.io.trace_csv import trace_text as write_trace_text
+    from alloc.report.compare import COMPARISON_FILES
     from alloc.sim.run import load_inputs
     from alloc.sim.synthetic import SyntheticLab, synthetic_trace
 
@@ -408,6 +410,8 @@ def whatif(
                         lab_file=source,
                     )
                 )
+        written = [*COMPARISON_FILES, *(Path(s.out).name for s in specs)]
+        say_replaced(out, written + (["trace.csv"] if trace_text is not None else []))
         if trace_text is not None:
             trace_path = out / "trace.csv"
             write_atomically(trace_path, trace_text)

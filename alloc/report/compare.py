@@ -205,6 +205,9 @@ def _delta_cell(d: dict[str, float | None] | None) -> str:
     )
 
 
+COMPARISON_FILES = ("comparison.csv", "comparison.json", "comparison.png", "comparison.html")
+
+
 def write_comparison(
     out_dir: Path,
     runs: list[tuple[str, Path]],

@@ -12,6 +12,7 @@ from typing import Any
 from alloc.metrics.quantiles import summary
 
 CLASSES = ("debug", "small", "large", "unallocated")
+PLOTS = ("occupancy.png", "delivered_vs_owed.png", "waits_cdf.png", "fairshare.png")
 
 Row = dict[str, str]
 

@@ -13,12 +13,11 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from alloc.report.data import CLASSES, Run, fnum, load_run, num
+from alloc.report.data import CLASSES, PLOTS, Run, fnum, load_run, num
 from alloc.report.fmt import count, counted, duration, pct
 
 DPI = 110
 TEAM_COLORS = matplotlib.colormaps["tab20"]
-PLOTS = ("occupancy.png", "delivered_vs_owed.png", "waits_cdf.png", "fairshare.png")
 STACK = (
     ("allocated", "allocated", "#2b6cb0"),
     ("unallocated", "unallocated", "#63b3ed"),

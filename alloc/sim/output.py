@@ -11,6 +11,8 @@ from typing import Any
 from alloc.metrics import job_rows, metrics, team_rows, timeline_rows
 from alloc.sim.engine import SimResult
 
+WRITTEN = ("metrics.json", "timeline.csv", "teams.csv", "jobs.csv", "rounds.csv")
+
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:

@@ -15,10 +15,11 @@ from alloc.io.durations import format_duration
 from alloc.io.trace_csv import read_trace
 from alloc.io.yaml_source import line_of, read_yaml
 from alloc.ledger import SQLiteStore
+from alloc.report.data import PLOTS
 from alloc.sim.baselines import LegacyConfig
 from alloc.sim.engine import SimConfig, SimResult, Simulation
 from alloc.sim.hosts import FailureModel, read_host_events
-from alloc.sim.output import write_run
+from alloc.sim.output import WRITTEN, write_run
 from alloc.sim.policies import KEEPS_CONTRACT, SKIPS_QUIET, PolicyOptions, planner
 from alloc.sim.synthetic import SyntheticLab, synthetic_trace
 
@@ -49,6 +50,9 @@ class RunSpec:
     validate_passes: bool = False  # also validate every pass's whole plan from scratch
     extra: dict[str, Any] = field(default_factory=dict)
 
+
+# What a run writes into its folder (`run`): the data, the lab it ran, the plots, the report.
+RUN_FILES = (*WRITTEN, "lab.yaml", *PLOTS, "report.html")
 
 Inputs = tuple[Snapshot, list[TraceJob]]  # the lab and the jobs of its trace
 
