@@ -159,3 +159,30 @@ def test_the_simulation_summary_reads_well(tmp_path):
     )
     assert_reads_well(result.stdout)
     assert_reads_well((out / "report.html").read_text())
+
+
+@pytest.mark.parametrize("where", ["instance", "trace"])
+def test_a_minimum_runtime_above_the_maximum_is_told_as_written_not_in_decimal_hours(
+    tmp_path, where
+):
+    # 3,760 s is 1.04444 h: the message says 3760s, as the input may write it.
+    data = instance(
+        workloads=[workload("w", 1, min_runtime="3760s")] if where == "instance" else [],
+        policy={"max_min_runtime": "1h"},
+    )
+    if where == "trace":
+        data.pop("workloads")
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(yaml.safe_dump(data, sort_keys=False))
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology\n"
+        "j,a,1,0,7200,3760s,true,0,\n"
+    )
+    if where == "instance":
+        result = run("solve", lab)
+    else:
+        result = run("simulate", lab, "--trace", trace, "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "min_runtime: 3760s is above max_min_runtime (1h)" in result.stderr, result.stderr
+    assert "1.04444" not in result.stderr

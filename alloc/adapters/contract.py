@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from alloc.domain import Topology
-from alloc.io.durations import parse_duration
+from alloc.io.durations import format_duration, parse_duration
 
 KEYS = ("min_runtime", "resumable", "priority", "topology")
 _TRUE = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
@@ -42,7 +42,7 @@ def contract_of(
     if contract.min_runtime_s > max_min_runtime_s:
         return JobContract(
             problem=f"{name['min_runtime']} {fields['min_runtime'][:20]} is above the policy's "
-            f"maximum ({max_min_runtime_s / 3600:g}h)"
+            f"maximum ({format_duration(max_min_runtime_s)})"
         )
     return contract
 

@@ -28,7 +28,7 @@ from alloc.domain import (
     Workload,
     WorkloadId,
 )
-from alloc.io.durations import format_time
+from alloc.io.durations import format_duration, format_time
 from alloc.io.errors import InputError, field_path, read_input
 from alloc.io.schema import BudgetIn, ClusterIn, InstanceIn, PolicyIn, WorkloadIn
 from alloc.io.yaml_source import line_of, read_yaml
@@ -319,8 +319,8 @@ def _workload(
     if w.min_runtime > policy.max_min_runtime_s:
         raise report.error(
             (*loc, "min_runtime"),
-            f"{w.min_runtime / 3600:g}h is above max_min_runtime "
-            f"({policy.max_min_runtime_s / 3600:g}h)",
+            f"{format_duration(w.min_runtime)} is above max_min_runtime "
+            f"({format_duration(policy.max_min_runtime_s)})",
         )
     submitted = w.submitted or now
     if submitted > now:

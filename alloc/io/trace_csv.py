@@ -171,7 +171,8 @@ def _job(
         raise InputError(
             file,
             "min_runtime",
-            f"{min_runtime / 3600:g}h is above max_min_runtime ({max_min_runtime_s / 3600:g}h)",
+            f"{format_duration(min_runtime)} is above max_min_runtime "
+            f"({format_duration(max_min_runtime_s)})",
             line,
         )
     resumable_text = field("resumable").lower()
