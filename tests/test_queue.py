@@ -432,11 +432,12 @@ def test_a_filter_that_leaves_nothing_shows_the_header_and_the_footer(lab):
 
 
 def test_numbers_are_written_as_a_person_writes_them():
+    # The rules of alloc.readable (issue 17): whole units, as every other output writes them.
     assert [duration_text(s) for s in (None, 0, 0.2, 45, 59.6, 900, 3599, 3600, 3760, 5400)] == [
-        "-", "0", "0", "45 s", "1 min", "15 min", "1 h", "1 h", "1 h", "1.5 h"
+        "-", "0 s", "0 s", "45 s", "1 min", "15 min", "1 h", "1 h", "1 h 3 min", "1 h 30 min"
     ]  # fmt: skip
-    assert [duration_text(s) for s in (4 * 3600, 86340, 86400, 3 * 86400 + 7200)] == [
-        "4 h", "1 d", "1 d", "3.1 d"
+    assert [duration_text(s) for s in (4 * 3600, 86340, 86400, 3 * 86400 + 7200, -5)] == [
+        "4 h", "23 h 59 min", "1 d", "3 d 2 h", "0 s"
     ]  # fmt: skip
 
 

@@ -15,6 +15,7 @@ import typer
 
 from alloc.cli.common import err, guarded
 from alloc.io.errors import InputError
+from alloc.readable import counted
 
 if TYPE_CHECKING:
     from alloc.domain import BudgetPath, BudgetTree, Plan, Snapshot, WorkloadId
@@ -202,7 +203,8 @@ def _plan_and_context(
         raise InputError(
             str(plan),
             "decisions",
-            f"the plan breaks {len(problems)} invariant(s) on {source} (first: {problems[0]}): "
+            f"the plan breaks {counted(len(problems), 'invariant')} on {source} (first: "
+            f"{problems[0]}): "
             "is it for another instance? `alloc validate` lists them",
         )
     return chosen, round_context(snapshot)

@@ -1,7 +1,8 @@
 """`alloc queue`'s table: one line per workload, fitted to the terminal's width (long ids,
 budget paths and, last, reasons shortened with an ellipsis; never wrapped), then a footer of
 workloads and GPUs per state. Plain text, so that it reads the same in a terminal, a pipe and a
-log file. Every number is written here (`duration_text`, `ratio_text`): one place to change."""
+log file. Every number is written here (`duration_text`, `ratio_text`), by the rules of
+`alloc.readable` that every output follows."""
 
 from __future__ import annotations
 
@@ -10,28 +11,15 @@ from dataclasses import dataclass
 
 from alloc.cli.render import ratio_text as solve_ratio_text
 from alloc.queue import QueueRow, by_state
+from alloc.readable import count, counted, duration
 
 ELLIPSIS = "…"
 
 
 def duration_text(seconds: float | None) -> str:
-    """As a person writes it: 0, 45 s, 15 min, 2 h, 2.5 h, 3 d, 12.5 d ("-" when absent)."""
-    if seconds is None:
-        return "-"
-    s = max(0.0, seconds)
-    if round(s) == 0:
-        return "0"
-    if round(s) < 60:
-        return f"{round(s)} s"
-    if round(s / 60) < 60:
-        return f"{round(s / 60)} min"
-    if round(s / 3600, 1) < 24:
-        return f"{_tenths(s / 3600)} h"
-    return f"{_tenths(s / 86400)} d"
-
-
-def _tenths(x: float) -> str:
-    return f"{x:.1f}".removesuffix(".0")
+    """As every alloc output writes a duration (`alloc.readable.duration`): 0 s, 45 s, 15 min,
+    1 h 3 min, 3 d 2 h ("-" when absent; a negative wait reads 0 s)."""
+    return duration(None if seconds is None else max(0.0, seconds))
 
 
 def ratio_text(r: float | None) -> str:
@@ -41,11 +29,11 @@ def ratio_text(r: float | None) -> str:
 
 
 def gpus_text(n: int) -> str:
-    return f"{n:,}"
+    return count(n)
 
 
 def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
+    return counted(n, word)
 
 
 def shorten_end(text: str, width: int) -> str:
