@@ -1,12 +1,11 @@
 """What every `alloc` command shares: the consoles, the exit-code boundary (SPEC.md: 0 success;
 2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error),
-and writing files whole or not at all."""
+and writing files whole or not at all (`alloc.io.files`)."""
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -16,6 +15,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from alloc.io import InputError
+from alloc.io.files import write_atomically
+
+__all__ = ["check_writable", "err", "guarded", "out", "write_atomically"]
 
 # Wide enough for the budget table when the output is a file or a pipe.
 out = Console(width=None if sys.stdout.isatty() else 120)
@@ -55,20 +57,3 @@ def check_writable(option: str, path: Path, folder: bool = False) -> None:
         raise InputError(option, "", f"cannot write {path}: {parent} is a file")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(option, "", f"cannot write {path}: {parent} is not writable")
-
-
-def write_atomically(path: Path, text: str, mode: int = 0o666) -> None:
-    """Write whole or not at all: a temporary file in the same folder, then a rename. The file
-    has `mode` less the umask (as open() would create it) before it appears under its name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        mask = os.umask(0)
-        os.umask(mask)
-        os.fchmod(fd, mode & ~mask)  # as open() would create it, not mkstemp's owner-only
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

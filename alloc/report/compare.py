@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from alloc.io.files import atomic_path, write_atomically
 from alloc.report.data import CLASSES, Run, fnum, load_run
 from alloc.report.fmt import duration, pct, signed, signed_duration
 
@@ -212,9 +213,9 @@ def write_comparison(
     baselines: list[int] | None = None,
 ) -> Path:
     """Write comparison.csv, comparison.json, comparison.png and comparison.html into
-    `out_dir`; `runs` are (label, output folder), `baselines` as for `compare`. Without
-    `credit`, the first credit any run recorded in its metrics.json is shown. Returns the
-    HTML's path."""
+    `out_dir`, each whole or not at all; `runs` are (label, output folder), `baselines` as
+    for `compare`. Without `credit`, the first credit any run recorded in its metrics.json is
+    shown. Returns the HTML's path."""
     from alloc.report.compare_view import write_html, write_png
 
     out_dir = Path(out_dir)
@@ -222,8 +223,8 @@ def write_comparison(
     c = compare(runs, baselines)
     credit = credit or next((r.credit(None) for r in c.runs if r.credit(None)), None)
     _write_csv(out_dir / "comparison.csv", c)
-    (out_dir / "comparison.json").write_text(
-        json.dumps(_json(c, credit, out_dir), indent=1) + "\n", encoding="utf-8"
+    write_atomically(
+        out_dir / "comparison.json", json.dumps(_json(c, credit, out_dir), indent=1) + "\n"
     )
     png = write_png(out_dir / "comparison.png", c)
     return write_html(out_dir / "comparison.html", c, png, credit)
@@ -231,7 +232,7 @@ def write_comparison(
 
 def _write_csv(path: Path, c: Comparison) -> None:
     keys = [k for k, _ in TEAM_KEYS]
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["team", "run", "baseline", *keys, *(f"delta_{k}" for k in keys)])
         for team in c.teams:

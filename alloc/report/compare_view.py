@@ -6,6 +6,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from alloc.io.files import write_atomically
 from alloc.report.compare import COUNTS, OVERALL_KEYS, TEAM_KEYS, TOLERANCE, WORST, Comparison
 from alloc.report.data import CLASSES, fnum
 from alloc.report.fmt import (
@@ -20,7 +21,7 @@ from alloc.report.fmt import (
     signed_duration,
     table,
 )
-from alloc.report.plots import DPI, WAIT_TICKS, plain_text
+from alloc.report.plots import WAIT_TICKS, plain_text, save
 
 
 def write_png(path: Path, c: Comparison) -> Path:
@@ -81,7 +82,7 @@ def _draw(path: Path, c: Comparison) -> Path:
     bottom.grid(axis="y", alpha=0.3)
     if not classes:
         bottom.text(0.5, 0.5, "no jobs", ha="center", va="center", transform=bottom.transAxes)
-    fig.savefig(path, dpi=DPI)
+    save(fig, path)
     return path
 
 
@@ -217,5 +218,5 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
         f'<h2>Plots</h2><img src="{data_uri(png)}" alt="comparison">',
     ]
     title = "What-if comparison: " + " vs ".join(c.labels)
-    path.write_text(page(title, "\n".join(body), credit), encoding="utf-8")
+    write_atomically(path, page(title, "\n".join(body), credit))
     return path

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from alloc.io.files import write_atomically
 from alloc.report.data import CLASSES, Run, fnum, load_run, num
 from alloc.report.fmt import Cell, data_uri, duration, e, number, page, pct, table
 from alloc.report.plots import write_plots
@@ -43,7 +44,7 @@ def write_report(out_dir: Path, title: str, credit: str | None = None) -> Path:
             "</figure>"
         )
     path = out_dir / "report.html"
-    path.write_text(page(title, "\n".join(body), run.credit(credit)), encoding="utf-8")
+    write_atomically(path, page(title, "\n".join(body), run.credit(credit)))
     return path
 
 

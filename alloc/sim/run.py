@@ -12,6 +12,7 @@ from typing import Any
 from alloc.domain import Snapshot, TraceJob
 from alloc.io import InputError, parse_instance
 from alloc.io.durations import format_duration
+from alloc.io.files import write_atomically
 from alloc.io.trace_csv import read_trace
 from alloc.io.yaml_source import line_of, read_yaml
 from alloc.ledger import SQLiteStore
@@ -148,8 +149,8 @@ def run(
     progress: Callable[[float], None] | None = None,
     inputs: Inputs | None = None,
 ) -> dict[str, Any]:
-    """Load (unless `inputs`: `load_inputs(spec)` already read), simulate, write metrics.json,
-    the timelines, the plots and report.html."""
+    """Load (unless `inputs`: `load_inputs(spec)` already read), simulate, write the
+    timelines, metrics.json, the lab it ran, the plots and report.html."""
     lab, jobs = inputs if inputs is not None else load_inputs(spec)
     result = simulate(spec, lab, jobs, progress)
     out = Path(spec.out)
@@ -157,9 +158,8 @@ def run(
     if spec.credit:
         extra["credit"] = spec.credit
     metrics = write_run(result, out, spec.policy, spec.seed, extra)
-    (out / "lab.yaml").write_text(_as_run(spec) + spec.lab_yaml, encoding="utf-8")
-    from alloc.report import write_plots, write_report
+    write_atomically(out / "lab.yaml", _as_run(spec) + spec.lab_yaml)
+    from alloc.report import write_report
 
-    write_plots(out)
-    write_report(out, f"alloc simulate: {spec.label}", spec.credit)
+    write_report(out, f"alloc simulate: {spec.label}", spec.credit)  # and the plots it shows
     return metrics
