@@ -4,16 +4,28 @@ written, marked partial; `alloc simulate` and `alloc whatif` exit 130 with one l
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+import yaml
+from conftest import host, instance, snapshot_of
 
+from alloc.domain import BudgetPath, Snapshot, TraceJob, WorkloadId
+from alloc.ledger import MemoryStore
+from alloc.metrics import metrics, timeline_rows
+from alloc.sim.engine import SimConfig, Simulation
+from alloc.sim.policies import planner
+from alloc.sim.run import NothingSimulated, RunSpec, run
 from alloc.solve.arrays import INF, ArrayModel
 from alloc.solve.milp_backend import BACKENDS
 from alloc.solve.milp_backend import solve as solve_model
@@ -57,3 +69,126 @@ def test_a_solver_leaves_ctrl_c_to_the_program(backend):
     assert result.status == "feasible"  # the time limit ended it, not the signal
     assert result.seconds >= 1.4
     assert len(seen) == 1 and seen[0] - began >= 1.4
+
+
+# -- the simulation asked to stop ----------------------------------------------------------
+
+HOUR = 3600.0
+
+
+def one_team_lab() -> Snapshot:
+    """One host of 8 GPUs; team a holds it all."""
+    return snapshot_of(
+        instance(
+            hosts=[host("h1", block="b1", rack="r1")],
+            budgets={"name": "root", "children": [{"name": "a", "share": "100%"}]},
+        )
+    )
+
+
+def three_hour_job(**fields: Any) -> TraceJob:
+    """Team a's 8-GPU job from 0 s for 3 h (protected for its first hour)."""
+    return TraceJob(WorkloadId("j1"), BudgetPath("a"), 8, 0.0, 3 * HOUR, HOUR, **fields)
+
+
+def stopped_at(limit_s: float) -> tuple[Simulation, Callable[[], bool]]:
+    """A one-day run of `three_hour_job` asked to stop once it has reached `limit_s`."""
+    sim = Simulation(
+        one_team_lab(),
+        [three_hour_job(), TraceJob(WorkloadId("j2"), BudgetPath("a"), 8, 1800.0, HOUR, HOUR)],
+        planner("greedy"),
+        SimConfig(days=1.0, validate_passes=True),
+        MemoryStore(),
+    )
+    return sim, lambda: sim.world.now_s >= limit_s
+
+
+def test_a_simulation_asked_to_stop_covers_the_time_it_reached():
+    # Asked to stop at 2 h: the instant at 2 h (a periodic round) is handled whole, then the
+    # run ends there. j1 has run 2 of its 3 hours (16 GPU-hours, charged up to the stop and
+    # still running); j2, queued since 30 min, has waited 1.5 h so far and never started.
+    sim, stop = stopped_at(2 * HOUR)
+    result = sim.run(stop=stop)
+    assert (result.partial, result.stopped_at_s, result.horizon_s) == (True, 2 * HOUR, 2 * HOUR)
+    assert result.rounds >= 1 and result.violations == 0
+    world = result.world
+    assert world.ledger.window_gpu_hours(world.epoch0 + result.horizon_s) == {"a": 16.0}
+    m = metrics(result, "greedy", 1)
+    assert (m["days"], m["partial"]) == (1.0, True)
+    assert m["simulated_days"] == pytest.approx(2 / 24, abs=1e-6)  # rounded to 6 places
+    assert m["stopped_at"] == "2026-11-30T14:00:00Z"  # the lab's now plus 2 h
+    assert m["teams"]["a"]["delivered_gpu_hours"] == 16.0
+    assert m["jobs"]["running_at_end"] == 1 and m["jobs"]["queued_at_end"] == 1
+    assert m["wait_s"]["small"]["max"] == 1.5 * HOUR  # until the stop, not the day's end
+    assert m["wait_allocated_s"] == {
+        "p50": 0.0,
+        "p90": 1.5 * HOUR,
+        "max": 1.5 * HOUR,
+        "count": 2,
+        "never_started": 1,
+    }
+    assert [row["hour"] for row in timeline_rows(result)] == [0, 1]
+
+
+def test_a_simulation_not_stopped_is_whole():
+    sim, _ = stopped_at(2 * HOUR)
+    result = sim.run(stop=lambda: False)
+    m = metrics(result, "greedy", 1)
+    assert (result.partial, m["partial"], m["simulated_days"]) == (False, False, 1.0)
+    assert "stopped_at" not in m
+
+
+def test_a_partial_run_writes_every_file_whole_and_says_it_is_partial(tmp_path):
+    reached: list[float] = []
+    spec = RunSpec(
+        label="greedy",
+        lab_yaml=yaml.safe_dump(
+            instance(
+                hosts=[host("h1", block="b1", rack="r1")],
+                budgets={"name": "root", "children": [{"name": "a", "share": "100%"}]},
+            )
+        ),
+        lab_file="lab.yaml",
+        policy="greedy",
+        days=1.0,
+        out=str(tmp_path / "out"),
+        trace=str(trace_file(tmp_path)),
+    )
+
+    def progress(t_s: float, rounds: int, passes: int) -> None:
+        reached.append(t_s)
+
+    m = run(spec, progress, stop=lambda: bool(reached) and reached[-1] >= 2 * HOUR)
+    out = tmp_path / "out"
+    on_disk = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert on_disk == m and m["partial"]
+    assert m["simulated_days"] == pytest.approx(2 / 24, abs=1e-6)
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "partial: stopped after 2.0 h of 1.0 d simulated (8%)" in report
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no temporary file
+    assert len(list(csv.DictReader((out / "timeline.csv").open(encoding="utf-8")))) == 2
+
+
+def test_a_run_stopped_before_it_began_writes_nothing(tmp_path):
+    spec = RunSpec(
+        label="greedy",
+        lab_yaml=yaml.safe_dump(instance()),
+        lab_file="lab.yaml",
+        policy="greedy",
+        days=1.0,
+        out=str(tmp_path / "out"),
+        trace=str(trace_file(tmp_path, budget="a")),
+    )
+    with pytest.raises(NothingSimulated):
+        run(spec, stop=lambda: True)
+    assert not (tmp_path / "out").exists()
+
+
+def trace_file(tmp_path: Path, budget: str = "a") -> Path:
+    path = tmp_path / "trace.csv"
+    path.write_text(
+        "id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology\n"
+        f"j1,{budget},8,0,10800,1h,true,0,\nj2,{budget},8,1800,3600,1h,true,0,\n",
+        encoding="utf-8",
+    )
+    return path

@@ -300,8 +300,8 @@ def simulate(
         ) as bar:
             task = bar.add_task("sim", total=days * 86400.0, d="0.0")
 
-            def progress(t: float) -> None:
-                bar.update(task, completed=t, d=f"{t / 86400:.1f}")
+            def progress(t_s: float, rounds: int, passes: int) -> None:
+                bar.update(task, completed=t_s, d=f"{t_s / 86400:.1f}")
 
             metrics = run(spec, progress, inputs)
         print_summary(out_console, metrics, out)

@@ -16,9 +16,11 @@ from alloc.report.fmt import (
     e,
     number,
     page,
+    partial,
     pct,
     signed,
     signed_duration,
+    stopped_after,
     table,
 )
 from alloc.report.plots import WAIT_TICKS, plain_text, save
@@ -135,6 +137,24 @@ def _with_delta(
     )
 
 
+def _partial_banner(c: Comparison) -> str:
+    """What was stopped before its end, if anything: the partial runs and those not run."""
+    if not c.any_partial:
+        return ""
+    parts = [
+        f"{e(label)} {e(stopped_after(c.runs[i].metrics))}"
+        for i, label in enumerate(c.labels)
+        if c.partial(i)
+    ]
+    text = "partial comparison: stopped before the end."
+    if parts:
+        text += " Partial runs: " + "; ".join(parts) + "."
+    if c.not_run:
+        text += " Not run: " + e(", ".join(c.not_run)) + "."
+    text += " A run's deltas are shown only against a baseline that covers the same time."
+    return f'<p class="partial">{text}</p>'
+
+
 def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path:
     runs_rows: list[list[Cell]] = [
         [
@@ -142,6 +162,7 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
             e(r.metrics.get("policy", "?")),
             e(r.metrics.get("seed", "?")),
             e(r.metrics.get("days", "?")),
+            ("bad", e(partial(r.metrics) or "")) if c.partial(i) else "whole",
             e(c.labels[c.baseline[i]]),
             e(r.folder),
         ]
@@ -207,9 +228,14 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
             "green: better, red: worse; pp = percentage points).</p>"
         )
     body = [
+        _partial_banner(c),
         intro,
         "<h2>Runs</h2>",
-        table(["run", "policy", "seed", "days", "baseline", "folder"], runs_rows, left=6),
+        table(
+            ["run", "policy", "seed", "days", "simulated", "baseline", "folder"],
+            runs_rows,
+            left=7,
+        ),
         "<h2>Over the run</h2>",
         table(["metric", *(e(label) for label in c.labels)], overall_rows),
         "<h2>Per team</h2>",

@@ -8,7 +8,7 @@ from typing import Any
 
 from alloc.io.files import write_atomically
 from alloc.report.data import CLASSES, Run, fnum, load_run, num
-from alloc.report.fmt import Cell, data_uri, duration, e, number, page, pct, table
+from alloc.report.fmt import Cell, data_uri, duration, e, number, page, partial, pct, table
 from alloc.report.plots import write_plots
 
 CAPTIONS = {
@@ -25,7 +25,9 @@ def write_report(out_dir: Path, title: str, credit: str | None = None) -> Path:
     out_dir = Path(out_dir)
     run = load_run(out_dir)
     pngs = write_plots(out_dir)
+    banner = partial(run.metrics)
     body = [
+        f'<p class="partial">{e(banner)}</p>' if banner else "",
         _header(run.metrics),
         "<h2>The four metrics</h2>",
         _pyramid(run.metrics),

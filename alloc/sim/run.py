@@ -1,5 +1,6 @@
 """One simulation run from plain inputs (texts, paths, numbers), so that `alloc whatif` can run
-several in parallel processes; writes the run's output folder."""
+several in parallel processes; writes the run's output folder, that of a partial run too (one
+asked to stop before its end: every file says so, see `alloc.metrics.pyramid`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from alloc.io.trace_csv import read_trace
 from alloc.io.yaml_source import line_of, read_yaml
 from alloc.ledger import SQLiteStore
 from alloc.sim.baselines import LegacyConfig
-from alloc.sim.engine import SimConfig, SimResult, Simulation
+from alloc.sim.engine import OnProgress, SimConfig, SimResult, Simulation
 from alloc.sim.hosts import FailureModel, read_host_events
 from alloc.sim.output import write_run
 from alloc.sim.policies import KEEPS_CONTRACT, SKIPS_QUIET, PolicyOptions, planner
@@ -52,6 +53,10 @@ class RunSpec:
 
 
 Inputs = tuple[Snapshot, list[TraceJob]]  # the lab and the jobs of its trace
+
+
+class NothingSimulated(Exception):
+    """The run was asked to stop before any simulated time passed: nothing was written."""
 
 
 def load_inputs(spec: RunSpec) -> Inputs:
@@ -123,7 +128,11 @@ def _from(lab: Snapshot, jobs: list[TraceJob], start_s: float) -> tuple[Snapshot
 
 
 def simulate(
-    spec: RunSpec, lab: Snapshot, jobs: list[TraceJob], progress: Callable[[float], None] | None
+    spec: RunSpec,
+    lab: Snapshot,
+    jobs: list[TraceJob],
+    progress: OnProgress | None,
+    stop: Callable[[], bool] | None = None,
 ) -> SimResult:
     hosts = {str(h.name) for h in lab.cluster.hosts}
     config = SimConfig(
@@ -141,18 +150,23 @@ def simulate(
     )
     legacy = LegacyConfig(inflation=spec.legacy_top, cap=spec.legacy_cap, seed=spec.seed)
     plan = planner(spec.policy, PolicyOptions(time_limit_s=spec.time_limit_s, legacy=legacy))
-    return Simulation(lab, jobs, plan, config, SQLiteStore(spec.ledger)).run(progress)
+    return Simulation(lab, jobs, plan, config, SQLiteStore(spec.ledger)).run(progress, stop)
 
 
 def run(
     spec: RunSpec,
-    progress: Callable[[float], None] | None = None,
+    progress: OnProgress | None = None,
     inputs: Inputs | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Load (unless `inputs`: `load_inputs(spec)` already read), simulate, write the
-    timelines, metrics.json, the lab it ran, the plots and report.html."""
+    timelines, metrics.json, the lab it ran, the plots and report.html. When `stop()` says so
+    the simulation ends early and what it covered is written as a partial run; raises
+    NothingSimulated, writing nothing, if that was before any simulated time passed."""
     lab, jobs = inputs if inputs is not None else load_inputs(spec)
-    result = simulate(spec, lab, jobs, progress)
+    result = simulate(spec, lab, jobs, progress, stop)
+    if result.partial and result.horizon_s <= 0:
+        raise NothingSimulated(spec.label)
     out = Path(spec.out)
     extra = {"label": spec.label, "trace": spec.trace or "synthetic", **spec.extra}
     if spec.credit:
