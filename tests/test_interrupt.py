@@ -7,7 +7,10 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -192,3 +195,99 @@ def trace_file(tmp_path: Path, budget: str = "a") -> Path:
         encoding="utf-8",
     )
     return path
+
+
+# -- Ctrl-C on the command line: real processes, no terminal --------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def interrupted(command: list[str], out: Path, runs: list[str]) -> tuple[int, str, str]:
+    """Start `alloc ...` (stdout to a file, no terminal), wait until each of `runs` has shown
+    progress (rounds run), send SIGINT, wait for the end: (exit code, stdout, stderr)."""
+    stdout = out.parent / f"{out.name}.stdout"
+    with stdout.open("w", encoding="utf-8") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "alloc.cli.app", *command, "--out", str(out)],
+            cwd=ROOT,
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        seen: list[str] = []
+        waiting = set(runs)
+        deadline = time.monotonic() + 240
+        assert process.stderr is not None
+        while waiting:
+            line = process.stderr.readline()
+            assert line and time.monotonic() < deadline, "".join(seen)  # ended, or too slow
+            seen.append(line)
+            progress = re.match(r"progress (\S+).*?: .*?([\d,]+) rounds", line)
+            if progress and int(progress[2].replace(",", "")) > 0:
+                waiting.discard(progress[1])
+        process.send_signal(signal.SIGINT)
+        rest = process.communicate(timeout=240)[1]
+    return process.returncode, stdout.read_text(encoding="utf-8"), "".join(seen) + rest
+
+
+def last_line(stderr: str) -> str:
+    return stderr.strip().splitlines()[-1]
+
+
+def test_ctrl_c_stops_simulate_and_writes_what_it_simulated_marked_partial(tmp_path):
+    out = tmp_path / "out"
+    command = ["simulate", "--synthetic", "--days", "5", "--policy", "greedy"]
+    code, stdout, stderr = interrupted([*command, "--progress-every", "0.5s"], out, ["greedy"])
+    assert code == 130, stderr
+    assert "Traceback" not in stderr
+    assert re.fullmatch(
+        rf"interrupted \(Ctrl-C\): stopped after \S+ \S+ of 5\.0 d simulated \(\d+%\); "
+        rf"the partial results are in {re.escape(str(out))}",
+        last_line(stderr),
+    )
+    m = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert m["partial"] is True and m["days"] == 5.0 and 0 < m["simulated_days"] < 5
+    assert m["stopped_at"].startswith("20") and m["invariant_violations"] == 0
+    assert json.loads(json.dumps(m)) == m
+    for name in ("timeline.csv", "teams.csv", "jobs.csv", "rounds.csv"):
+        assert list(csv.DictReader((out / name).open(encoding="utf-8"))), name
+    assert 'class="partial">partial: stopped after' in (out / "report.html").read_text(
+        encoding="utf-8"
+    )
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file left
+    # The terminal summary says it, above its table and in its title.
+    assert stdout.startswith("partial: stopped after ")
+    assert "greedy, 5 days (partial)" in stdout
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"], ids=["runs in turn", "runs in two workers"])
+def test_ctrl_c_stops_whatif_and_compares_what_was_measured(tmp_path, jobs):
+    # Three runs of 5 days: interrupted while the first (in turn) or the first two (two
+    # workers) run; those are partial, the others never began; the comparison says so.
+    out = tmp_path / "out"
+    command = ["whatif", "--synthetic", "--days", "5", "--policies", "greedy,fifo,fairshare-sort"]
+    command += ["--jobs", jobs, "--progress-every", "0.5s"]
+    started = ["base/greedy", "base/fifo"][: int(jobs)]
+    code, stdout, stderr = interrupted(command, out, started)
+    assert code == 130, stderr
+    assert "Traceback" not in stderr
+    not_run = ["base/greedy", "base/fifo", "base/fairshare-sort"][int(jobs) :]
+    assert last_line(stderr) == (
+        f"interrupted (Ctrl-C): 0 run(s) complete, {len(started)} partial, {len(not_run)} "
+        f"not run; the comparison of what was measured is in {out}"
+    )
+    comparison = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert comparison["partial"] is True and comparison["not_run"] == not_run
+    assert [r["label"] for r in comparison["runs"]] == started
+    for entry in comparison["runs"]:
+        assert entry["partial"] is True and 0 < entry["simulated_days"] < 5
+        m = json.loads((out / entry["folder"] / "metrics.json").read_text(encoding="utf-8"))
+        assert m["partial"] is True and m["simulated_days"] == entry["simulated_days"]
+    for label in not_run:
+        assert not (out / label.replace("/", "-")).exists()
+    html = (out / "comparison.html").read_text(encoding="utf-8")
+    assert "partial comparison: stopped before the end" in html
+    assert f"Not run: {', '.join(not_run)}" in html
+    rows = [line for line in stdout.splitlines() if line.startswith(tuple(started))]
+    assert [line.split()[:2] for line in rows] == [[label, "*"] for label in started]
+    assert f"not run (stopped before they began): {', '.join(not_run)}" in stdout

@@ -1,6 +1,7 @@
 """What every `alloc` command shares: the consoles, the exit-code boundary (SPEC.md: 0 success;
-2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error),
-and writing files whole or not at all (`alloc.io.files`)."""
+2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error;
+and 130, the convention for SIGINT: stopped by Ctrl-C), and writing files whole or not at
+all (`alloc.io.files`)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,19 @@ from rich.markup import escape
 from alloc.io import InputError
 from alloc.io.files import write_atomically
 
-__all__ = ["check_writable", "err", "guarded", "out", "write_atomically"]
+__all__ = ["EXIT_INTERRUPTED", "check_writable", "err", "guarded", "out", "write_atomically"]
 
 # Wide enough for the budget table when the output is a file or a pipe.
 out = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 T = TypeVar("T")
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 
 
 def guarded(action: Callable[[], T]) -> T:
-    """Map bad input to exit 2 and anything unexpected to exit 1, without a traceback."""
+    """Map bad input to exit 2, Ctrl-C to exit 130 and anything unexpected to exit 1, each
+    with one line and no traceback. (`alloc simulate` and `alloc whatif` catch the first
+    Ctrl-C themselves and write what they measured: see `alloc.cli.stop`.)"""
     try:
         return action()
     except InputError as exc:
@@ -34,6 +38,12 @@ def guarded(action: Callable[[], T]) -> T:
         raise typer.Exit(2) from None
     except typer.Exit:
         raise
+    except KeyboardInterrupt:
+        err.print(
+            "interrupted (Ctrl-C): stopped at once; files already written are whole",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:  # noqa: BLE001 - the boundary of the program
         if os.environ.get("ALLOC_DEBUG"):
             raise
