@@ -291,3 +291,34 @@ def test_ctrl_c_stops_whatif_and_compares_what_was_measured(tmp_path, jobs):
     rows = [line for line in stdout.splitlines() if line.startswith(tuple(started))]
     assert [line.split()[:2] for line in rows] == [[label, "*"] for label in started]
     assert f"not run (stopped before they began): {', '.join(not_run)}" in stdout
+
+
+def test_a_process_that_ignores_sigint_keeps_ignoring_it():
+    # A shell script's background job is started with SIGINT ignored: a Ctrl-C meant for the
+    # script is not for it, and `alloc simulate` in it runs on as any program would.
+    from alloc.cli.stop import StopOnSigint
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with StopOnSigint() as stop:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            assert not stop()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_the_first_sigint_asks_to_stop_and_the_second_stops_at_once():
+    from alloc.cli.stop import StopOnSigint
+
+    told: list[bool] = []
+    with StopOnSigint(lambda: told.append(True)) as stop:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert stop() and told == [True]
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -30,7 +30,10 @@ class StopOnSigint:
         return self.requested
 
     def __enter__(self) -> StopOnSigint:
-        self._previous = signal.signal(signal.SIGINT, self._handle)
+        # A process started with SIGINT ignored (a shell script's background job) keeps
+        # ignoring it, as every program does: a Ctrl-C meant for the script is not for it.
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
         return self
 
     def __exit__(
@@ -39,7 +42,9 @@ class StopOnSigint:
         value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        signal.signal(signal.SIGINT, self._previous)
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested:
