@@ -314,6 +314,7 @@ def test_the_first_sigint_asks_to_stop_and_the_second_stops_at_once():
     from alloc.cli.stop import StopOnSigint
 
     told: list[bool] = []
+    before = signal.getsignal(signal.SIGINT)
     with StopOnSigint(lambda: told.append(True)) as stop:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)
@@ -321,4 +322,4 @@ def test_the_first_sigint_asks_to_stop_and_the_second_stops_at_once():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before  # put back as it was
