@@ -405,3 +405,63 @@ def test_a_team_owed_nothing_reads_as_such_in_every_report(tmp_path: Path) -> No
     assert b_alt[4] == "-" and b_alt[-1].split(" / ")[1] == "-"
     write_comparison(tmp_path / "cmp", [("base", base), ("alt", alt)])
     assert_png(tmp_path / "cmp" / "comparison.png", 15000)
+
+
+def test_a_partial_run_is_compared_as_far_as_it_went(tmp_path: Path) -> None:
+    # base ran its 3 hours; alt was stopped (Ctrl-C) after 1 of its 3; "never" did not begin.
+    # alt's totals cover a third of base's time: no delta is taken against base, and every
+    # output says what was partial and what did not run.
+    base = make_run(tmp_path / "base", teams={"a": _team(100.0, 0.8, 60.0, 600.0, 3)})
+    alt = make_run(
+        tmp_path / "alt",
+        teams={"a": _team(30.0, 0.9, 30.0, 900.0, 1)},
+        hours=1,
+        days=3 / 24,
+        partial=True,
+        simulated_days=1 / 24,
+        stopped_at="2026-11-30T13:00:00Z",
+    )
+    out = tmp_path / "cmp"
+    write_comparison(out, [("base", base), ("alt", alt)], not_run=["never"])
+    data = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert (data["partial"], data["not_run"]) == (True, ["never"])
+    by = {r["label"]: r for r in data["runs"]}
+    assert (by["base"]["partial"], by["alt"]["partial"]) == (False, True)
+    assert by["alt"]["simulated_days"] == pytest.approx(1 / 24)
+    assert by["alt"]["stopped_at"] == "2026-11-30T13:00:00Z"
+    assert set(by["alt"]["delta"].values()) == {None}
+    assert data["teams"]["a"]["alt"]["delta"] is None
+    with (out / "comparison.csv").open(newline="", encoding="utf-8") as f:
+        alt_a = next(r for r in csv.DictReader(f) if r["run"] == "alt")
+    assert alt_a["delivered_gpu_hours"] == "30.0" and alt_a["delta_delivered_gpu_hours"] == ""
+    html = (out / "comparison.html").read_text(encoding="utf-8")
+    banner = re.search(r'<p class="partial">(.*?)</p>', html)
+    assert banner is not None
+    assert "alt stopped after 1.0 h of 3.0 h simulated (33%)" in banner.group(1)
+    assert "Not run: never" in banner.group(1)
+    rows = comparison_table([("base", base), ("alt", alt)])
+    assert rows[2][1] == "alt" and rows[2][-1] == "-"
+
+
+def test_a_whole_comparison_says_nothing_of_partial_runs(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    write_comparison(out, _runs(tmp_path)[:2])
+    data = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert (data["partial"], data["not_run"]) == (False, [])
+    assert 'class="partial"' not in (out / "comparison.html").read_text(encoding="utf-8")
+
+
+def test_a_partial_runs_report_shows_where_it_stopped(tmp_path: Path) -> None:
+    run = make_run(
+        tmp_path / "run",
+        hours=2,
+        days=7.0,
+        partial=True,
+        simulated_days=2 / 24,
+        stopped_at="2026-11-30T14:00:00Z",
+    )
+    html = write_report(run, "partial").read_text(encoding="utf-8")
+    assert (
+        '<p class="partial">partial: stopped after 2.0 h of 7.0 d simulated (1%), at '
+        "2026-11-30T14:00:00Z; the figures cover the time simulated</p>"
+    ) in html

@@ -250,6 +250,7 @@ def test_whatif_runs_every_scenario_under_every_policy_side_by_side(files, tmp_p
         "1",
         "--out",
         out,
+        "--teams",
     )
     assert result.exit_code == 0, result.output + result.stderr
     runs = {"base-greedy", "base-fifo", "alt-greedy", "alt-fifo"}
@@ -284,7 +285,11 @@ def test_whatif_runs_every_scenario_under_every_policy_side_by_side(files, tmp_p
     assert float(alt_fifo["delta_delivered_gpu_hours"]) == pytest.approx(
         float(alt_fifo["delivered_gpu_hours"]) - float(base_fifo["delivered_gpu_hours"])
     )
-    assert "base/fifo: " in result.stdout  # the table names a baseline that is not the first
+    # The per-team table (--teams) says which run each delta is against.
+    assert (
+        "against each run's baseline: base/greedy (for base/fifo, alt/greedy), base/fifo "
+        "(for alt/fifo)"
+    ) in " ".join(result.stdout.split())
     # 14 GPUs of work on a 16-GPU cluster: the runs are told they can differ little.
     assert "note: allocated demand averaged at most" in " ".join(result.stdout.split())
 
@@ -918,4 +923,5 @@ def test_whatif_replays_host_events_in_every_run(files, tmp_path):
         metrics = json.loads((out / run / "metrics.json").read_text())
         # h2 (half the GPUs) is out of service from 600 s of the run's 864 s
         assert metrics["availability"] < 1 - 0.5 * 264 / 864 + 1e-6, run
-    assert "against base/greedy" in result.stdout
+    shown = {line.split()[0] for line in result.stdout.splitlines() if line.strip()}
+    assert {"base/greedy", "base/fifo"} <= shown  # a row per run

@@ -1,7 +1,9 @@
 """The `alloc` command line (typer). Thin: parse arguments, call the library, print, exit.
 
 Exit codes (SPEC.md): 0 success; 2 bad input (file, field and what is wrong; nothing written);
-1 internal error (alloc.cli.common).
+1 internal error; 130 stopped by Ctrl-C (SIGINT), with one line: `simulate` and `whatif` first
+write what they measured, marked partial (alloc.cli.stop), other commands stop at once
+(alloc.cli.common).
 """
 
 from __future__ import annotations
@@ -302,7 +304,7 @@ app.add_typer(budgets_app, name="budgets")
 
 
 from alloc.cli.sim_cmd import simulate as _simulate  # noqa: E402
-from alloc.cli.sim_cmd import whatif as _whatif  # noqa: E402
+from alloc.cli.whatif_cmd import whatif as _whatif  # noqa: E402
 
 app.command(name="simulate")(_simulate)
 app.command(name="whatif")(_whatif)

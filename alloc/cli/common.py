@@ -1,12 +1,12 @@
 """What every `alloc` command shares: the consoles, the exit-code boundary (SPEC.md: 0 success;
-2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error),
-and writing files whole or not at all."""
+2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error;
+and 130, the convention for SIGINT: stopped by Ctrl-C), and writing files whole or not at
+all (`alloc.io.files`)."""
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,15 +17,29 @@ from rich.console import Console
 from rich.markup import escape
 
 from alloc.io import InputError
+from alloc.io.files import write_atomically
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "check_writable",
+    "err",
+    "guarded",
+    "out",
+    "say_replaced",
+    "write_atomically",
+]
 
 # Wide enough for the budget table when the output is a file or a pipe.
 out = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 T = TypeVar("T")
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 
 
 def guarded(action: Callable[[], T]) -> T:
-    """Map bad input to exit 2 and anything unexpected to exit 1, without a traceback."""
+    """Map bad input to exit 2, Ctrl-C to exit 130 and anything unexpected to exit 1, each
+    with one line and no traceback. (`alloc simulate` and `alloc whatif` catch the first
+    Ctrl-C themselves and write what they measured: see `alloc.cli.stop`.)"""
     try:
         return action()
     except InputError as exc:
@@ -33,6 +47,12 @@ def guarded(action: Callable[[], T]) -> T:
         raise typer.Exit(2) from None
     except typer.Exit:
         raise
+    except KeyboardInterrupt:
+        err.print(
+            "interrupted (Ctrl-C): stopped at once; files already written are whole",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:  # noqa: BLE001 - the boundary of the program
         if os.environ.get("ALLOC_DEBUG"):
             raise
@@ -87,20 +107,3 @@ def say_replaced(folder: Path, names: Iterable[str]) -> None:
     line = replaced_by_run(folder, names)
     if line is not None:
         err.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
-def write_atomically(path: Path, text: str, mode: int = 0o666) -> None:
-    """Write whole or not at all: a temporary file in the same folder, then a rename. The file
-    has `mode` less the umask (as open() would create it) before it appears under its name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        mask = os.umask(0)
-        os.umask(mask)
-        os.fchmod(fd, mode & ~mask)  # as open() would create it, not mkstemp's owner-only
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -16,6 +16,7 @@ from alloc.io.durations import format_time
 from alloc.readable import count, counted, duration, hours, number
 from alloc.readable import pct as fmt_pct
 from alloc.report.fmt import demand as fmt_demand
+from alloc.report.fmt import partial
 from alloc.summary import Summary
 
 
@@ -96,9 +97,13 @@ def _pct(x: float | None) -> str:
 def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     worst = m.get("worst_team") or {}
     worst_hourly = m.get("worst_team_hourly") or {}
+    banner = partial(m)
+    if banner:
+        console.print(f"[bold red]{escape(banner)}[/]", highlight=False, soft_wrap=True)
     table = Table(
         title=(f"{escape(str(m.get('label')))}: " if m.get("label") != m["policy"] else "")
-        + f"{m['policy']}, {m['days']:g} day{'' if m['days'] == 1 else 's'}",
+        + f"{m['policy']}, {m['days']:g} day{'' if m['days'] == 1 else 's'}"
+        + (" (partial)" if banner else ""),
         title_justify="left",
     )
     table.add_column("metric")
@@ -180,51 +185,3 @@ def _idle_split(m: dict[str, Any]) -> str:
     if not idle:
         return "-"
     return f"{_pct(idle['work_fit'])} / {_pct(idle['nothing_fit'])}"
-
-
-def print_comparison(
-    console: Console,
-    rows: list[list[str]],
-    results: dict[str, dict[str, Any]],
-    stale: list[str],
-    credit: str | None,
-    out: Path,
-) -> None:
-    """`alloc whatif`'s terminal output: the comparison table (`rows` of
-    `comparison_table`), a note when no run was contended (`results`: each run's metrics) or
-    when the folder holds runs of an earlier comparison (`stale`), the credit, the folder."""
-    against = rows[0][-1].removeprefix("against ")  # the first run's label, or "its baseline"
-    if against == "its baseline":
-        against += " (named in it)"
-    table = Table(
-        title=f"What if, per team and run (the last column: the run against {against}, as "
-        "delivered / d/o / wait p50 / wait p90 / preemptions)",
-        title_justify="left",
-    )
-    for i, header in enumerate(rows[0]):
-        table.add_column(
-            escape(header),
-            justify="left" if i in (0, 1, len(rows[0]) - 1) else "right",
-            overflow="fold",  # run labels and deltas wrap instead of being cut off
-        )
-    for row in rows[1:]:
-        table.add_row(*(escape(c) for c in row))
-    console.print(table)
-    demand = [(m.get("allocated_demand_over_ready") or {}).get("mean") for m in results.values()]
-    if demand and all(d is not None and d < 1.0 for d in demand):
-        console.print(
-            f"note: allocated demand averaged at most {max(d or 0.0 for d in demand):.2f}x "
-            "the ready GPUs in every run: with room for nearly all work, budgets and "
-            "policies can change little (a smaller cluster, or --start at a busy time, "
-            "shows them at work)",
-            highlight=False,
-        )
-    if stale:
-        console.print(
-            f"note: {escape(str(out))} also holds runs of an earlier comparison, left as "
-            f"they were and not compared: {escape(', '.join(stale))}",
-            highlight=False,
-        )
-    if credit:
-        console.print(escape(credit), highlight=False)
-    console.print(f"outputs in {escape(str(out))} (open comparison.html)", highlight=False)

@@ -28,6 +28,10 @@
   counts with the time it waited until the end of the run (a lower bound), and per class
   `never_started` says how many did. p50 and p90 are nearest-rank percentiles
   (`alloc.metrics.quantiles`, the one definition the reports and the wait plot use too).
+  `wait_allocated_s`: the same over all allocated work
+  (the three classes together).
+- a run stopped before its end (Ctrl-C) is `partial`: every figure covers the simulated time
+  reached (`simulated_days`, `stopped_at`), not the `days` asked for.
 - allocated demand: GPUs of allocated work (queued or running, that fits the lab) over ready
   GPUs, averaged over the run and over its first and last day (SPEC's lab has 2-3x);
 - preemptions, the GPU-hours they destroyed; drains completed and their median duration
@@ -41,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from alloc.domain import BudgetPath
+from alloc.io.durations import format_time
 from alloc.metrics.quantiles import nearest_rank, summary
 from alloc.sim.engine import SimResult
 from alloc.sim.jobs import SimJob
@@ -169,6 +174,11 @@ def idle_while_queued(result: SimResult) -> dict[str, float] | None:
     }
 
 
+def _stopped_at(result: SimResult) -> str:
+    """The simulated date a partial run reached, to the second."""
+    return format_time(result.world.at(round(result.horizon_s)))
+
+
 def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
     r = result.recorder
     world = result.world
@@ -220,10 +230,14 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         }
     drains = sorted((d.end_s - d.start_s) / HOUR for d in r.drains)
     util_gpus = r.util_gpus.total()
+    allocated_waits = [w for cls in ("debug", "small", "large") for w in waits[cls]]
     return {
         "policy": policy,
         "seed": seed,
-        "days": result.config.days,
+        "days": result.config.days,  # asked for; a partial run covers `simulated_days`
+        "partial": result.partial,
+        "simulated_days": round(result.horizon_s / 86400.0, 6),
+        **({"stopped_at": _stopped_at(result)} if result.partial else {}),
         "rounds": result.rounds,  # full rounds run
         "event_passes": result.passes,
         "round_model": result.config.rounds,
@@ -243,6 +257,8 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         "worst_team_hourly": _worst(teams, "delivered_over_owed_hourly"),
         "teams": teams,
         "wait_s": {k: summary(v) | {"never_started": never[k]} for k, v in waits.items()},
+        "wait_allocated_s": summary(allocated_waits)
+        | {"never_started": sum(never[cls] for cls in ("debug", "small", "large"))},
         "allocated_demand_over_ready": demand_over_ready(result),
         "preemptions": len(r.preemptions),
         "preempted_gpu_hours_lost": round(sum(p.lost_gpu_s for p in r.preemptions) / HOUR, 3),

@@ -1,16 +1,19 @@
 """Side-by-side comparison of simulations (`alloc whatif`): comparison.csv, comparison.json,
 comparison.png and comparison.html. Each run's deltas are against its baseline: the first run
 unless `baselines` names another per run (whatif: a scenario against the base tree under the
-same policy)."""
+same policy). A run stopped before its end (partial) is compared as far as it went: its
+deltas are left out unless its baseline covers the same simulated time, and the comparison
+names it, and the runs that never started (`not_run`)."""
 
 from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from alloc.io.files import atomic_path, write_atomically
 from alloc.report.data import CLASSES, Run, fnum, load_run
 from alloc.report.fmt import count, duration, pct, signed, signed_duration
 
@@ -44,6 +47,8 @@ OVERALL_KEYS: tuple[tuple[str, bool | None], ...] = (
     ("rounds", None),
     ("wall_seconds", None),
     *((f"wait_{cls}_{q}_s", False) for cls in CLASSES for q in ("p50", "p90")),
+    # all allocated work (debug, small and large together): metrics.json's wait_allocated_s
+    *((f"wait_allocated_{q}_s", False) for q in ("p50", "p90")),
 )
 # The worst-team rows of OVERALL_KEYS: metrics.json's entry and the ratio in it.
 WORST: dict[str, tuple[str, str]] = {
@@ -72,9 +77,30 @@ class Comparison:
     runs: list[Run]
     teams: list[str]  # the union of the runs' teams (scenarios may change the budget tree)
     baseline: list[int]  # per run, the run its deltas are against (itself: a baseline)
+    not_run: list[str] = field(default_factory=list)  # runs asked for that never started
 
     def is_baseline(self, i: int) -> bool:
         return self.baseline[i] == i
+
+    def partial(self, i: int) -> bool:
+        return bool(self.runs[i].metrics.get("partial"))
+
+    @property
+    def any_partial(self) -> bool:
+        return bool(self.not_run) or any(self.partial(i) for i in range(len(self.runs)))
+
+    def simulated_days(self, i: int) -> float:
+        m = self.runs[i].metrics
+        return fnum(m.get("simulated_days", m.get("days")))
+
+    def comparable(self, i: int) -> bool:
+        """Run i has deltas against its baseline: neither is partial, or both cover the same
+        simulated time (a partial run's totals against a whole run's would be differences of
+        spans, not of policies)."""
+        b = self.baseline[i]
+        if not (self.partial(i) or self.partial(b)):
+            return True
+        return abs(self.simulated_days(i) - self.simulated_days(b)) < 1e-9
 
     @property
     def single_baseline(self) -> bool:
@@ -94,7 +120,7 @@ class Comparison:
 
     def team_delta(self, team: str, i: int) -> dict[str, float | None] | None:
         base, other = self.team(team, self.baseline[i]), self.team(team, i)
-        if base is None or other is None:
+        if base is None or other is None or not self.comparable(i):
             return None
         return {key: _d_or_none(other[key], base[key]) for key, _ in TEAM_KEYS}
 
@@ -107,7 +133,8 @@ class Comparison:
                 value = (m.get(which) or {}).get(ratio)
             elif key.startswith("wait_"):
                 _, cls, q, _ = key.split("_")
-                w = (m.get("wait_s") or {}).get(cls) or {}
+                waits = {"allocated": m.get("wait_allocated_s"), **(m.get("wait_s") or {})}
+                w = waits.get(cls) or {}
                 value = None if w.get("count") == 0 else w.get(q)  # no jobs: no quantile
             else:
                 value = m.get(key)
@@ -118,6 +145,8 @@ class Comparison:
 
     def overall_delta(self, i: int) -> dict[str, float | None]:
         base, other = self.overall(self.baseline[i]), self.overall(i)
+        if not self.comparable(i):
+            return dict.fromkeys(base)
         return {k: _d_or_none(other[k], base[k]) for k in base}
 
 
@@ -129,9 +158,14 @@ def _d_or_none(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else _d(a, b)
 
 
-def compare(runs: list[tuple[str, Path]], baselines: list[int] | None = None) -> Comparison:
+def compare(
+    runs: list[tuple[str, Path]],
+    baselines: list[int] | None = None,
+    not_run: list[str] | None = None,
+) -> Comparison:
     """`baselines`: per run, the index of the run its deltas are against (default: the
-    first); a baseline's own baseline is itself or an earlier run."""
+    first); a baseline's own baseline is itself or an earlier run. `not_run`: labels of runs
+    asked for that never started (stopped before), named in the comparison."""
     if not runs:
         raise ValueError("nothing to compare: no runs")
     labels = [label for label, _ in runs]
@@ -142,7 +176,7 @@ def compare(runs: list[tuple[str, Path]], baselines: list[int] | None = None) ->
         raise ValueError(f"each run's baseline is itself or an earlier run: {baseline}")
     loaded = [load_run(folder) for _, folder in runs]
     teams = sorted({t for run in loaded for t in run.team_metrics})
-    return Comparison(labels, loaded, teams, baseline)
+    return Comparison(labels, loaded, teams, baseline, list(not_run or []))
 
 
 def comparison_table(
@@ -213,20 +247,21 @@ def write_comparison(
     runs: list[tuple[str, Path]],
     credit: str | None = None,
     baselines: list[int] | None = None,
+    not_run: list[str] | None = None,
 ) -> Path:
     """Write comparison.csv, comparison.json, comparison.png and comparison.html into
-    `out_dir`; `runs` are (label, output folder), `baselines` as for `compare`. Without
-    `credit`, the first credit any run recorded in its metrics.json is shown. Returns the
-    HTML's path."""
+    `out_dir`, each whole or not at all; `runs` are (label, output folder), `baselines` and
+    `not_run` as for `compare`. Without `credit`, the first credit any run recorded in its
+    metrics.json is shown. Returns the HTML's path."""
     from alloc.report.compare_view import write_html, write_png
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    c = compare(runs, baselines)
+    c = compare(runs, baselines, not_run)
     credit = credit or next((r.credit(None) for r in c.runs if r.credit(None)), None)
     _write_csv(out_dir / "comparison.csv", c)
-    (out_dir / "comparison.json").write_text(
-        json.dumps(_json(c, credit, out_dir), indent=1) + "\n", encoding="utf-8"
+    write_atomically(
+        out_dir / "comparison.json", json.dumps(_json(c, credit, out_dir), indent=1) + "\n"
     )
     png = write_png(out_dir / "comparison.png", c)
     return write_html(out_dir / "comparison.html", c, png, credit)
@@ -234,7 +269,7 @@ def write_comparison(
 
 def _write_csv(path: Path, c: Comparison) -> None:
     keys = [k for k, _ in TEAM_KEYS]
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["team", "run", "baseline", *keys, *(f"delta_{k}" for k in keys)])
         for team in c.teams:
@@ -273,6 +308,9 @@ def _json(c: Comparison, credit: str | None, out_dir: Path) -> dict[str, Any]:
                 "policy": m.get("policy"),
                 "seed": m.get("seed"),
                 "days": m.get("days"),
+                "partial": c.partial(i),
+                "simulated_days": c.simulated_days(i),
+                **({"stopped_at": m["stopped_at"]} if m.get("stopped_at") else {}),
                 "worst_team": m.get("worst_team"),
                 "baseline": c.labels[c.baseline[i]],
                 "overall": c.overall(i),
@@ -287,4 +325,12 @@ def _json(c: Comparison, credit: str | None, out_dir: Path) -> dict[str, Any]:
             if values is not None:
                 delta = c.team_delta(team, i)
                 teams[team][label] = {**values, "delta": delta}
-    return {"baseline": c.labels[0], "credit": credit, "runs": runs, "teams": teams}
+    return {
+        "baseline": c.labels[0],
+        "credit": credit,
+        # stopped before the end: some run is partial or never started (`not_run`)
+        "partial": c.any_partial,
+        "not_run": c.not_run,
+        "runs": runs,
+        "teams": teams,
+    }

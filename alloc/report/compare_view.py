@@ -6,6 +6,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from alloc.io.files import write_atomically
 from alloc.report.compare import COUNTS, OVERALL_KEYS, TEAM_KEYS, TOLERANCE, WORST, Comparison
 from alloc.report.data import CLASSES, fnum
 from alloc.report.fmt import (
@@ -15,12 +16,14 @@ from alloc.report.fmt import (
     e,
     number,
     page,
+    partial,
     pct,
     signed,
     signed_duration,
+    stopped_after,
     table,
 )
-from alloc.report.plots import DPI, WAIT_TICKS, plain_text
+from alloc.report.plots import WAIT_TICKS, plain_text, save
 
 
 def write_png(path: Path, c: Comparison) -> Path:
@@ -81,7 +84,7 @@ def _draw(path: Path, c: Comparison) -> Path:
     bottom.grid(axis="y", alpha=0.3)
     if not classes:
         bottom.text(0.5, 0.5, "no jobs", ha="center", va="center", transform=bottom.transAxes)
-    fig.savefig(path, dpi=DPI)
+    save(fig, path)
     return path
 
 
@@ -138,6 +141,24 @@ def _with_delta(
     )
 
 
+def _partial_banner(c: Comparison) -> str:
+    """What was stopped before its end, if anything: the partial runs and those not run."""
+    if not c.any_partial:
+        return ""
+    parts = [
+        f"{e(label)} {e(stopped_after(c.runs[i].metrics))}"
+        for i, label in enumerate(c.labels)
+        if c.partial(i)
+    ]
+    text = "partial comparison: stopped before the end."
+    if parts:
+        text += " Partial runs: " + "; ".join(parts) + "."
+    if c.not_run:
+        text += " Not run: " + e(", ".join(c.not_run)) + "."
+    text += " A run's deltas are shown only against a baseline that covers the same time."
+    return f'<p class="partial">{text}</p>'
+
+
 def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path:
     runs_rows: list[list[Cell]] = [
         [
@@ -145,6 +166,7 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
             e(r.metrics.get("policy", "?")),
             e(r.metrics.get("seed", "?")),
             e(r.metrics.get("days", "?")),
+            ("bad", e(partial(r.metrics) or "")) if c.partial(i) else "whole",
             e(c.labels[c.baseline[i]]),
             e(r.folder),
         ]
@@ -210,9 +232,14 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
             "green: better, red: worse; pp = percentage points).</p>"
         )
     body = [
+        _partial_banner(c),
         intro,
         "<h2>Runs</h2>",
-        table(["run", "policy", "seed", "days", "baseline", "folder"], runs_rows, left=6),
+        table(
+            ["run", "policy", "seed", "days", "simulated", "baseline", "folder"],
+            runs_rows,
+            left=7,
+        ),
         "<h2>Over the run</h2>",
         table(["metric", *(e(label) for label in c.labels)], overall_rows),
         "<h2>Per team</h2>",
@@ -221,5 +248,5 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
         f'<h2>Plots</h2><img src="{data_uri(png)}" alt="comparison">',
     ]
     title = "What-if comparison: " + " vs ".join(c.labels)
-    path.write_text(page(title, "\n".join(body), credit), encoding="utf-8")
+    write_atomically(path, page(title, "\n".join(body), credit))
     return path

@@ -7,6 +7,7 @@ import html
 import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from alloc.readable import count, counted, duration, hours, number, pct, signed_duration
 
@@ -41,6 +42,7 @@ th{background:#edf2f7}td.l,th.l{text-align:left}
 .credit{background:#fefcbf;border:1px solid #ecc94b;padding:.4em .8em;font-size:.9em}
 .muted{color:#718096}.good{color:#276749;background:#f0fff4}
 .bad{color:#9b2c2c;background:#fff5f5}
+.partial{background:#fed7d7;border:1px solid #c53030;padding:.4em .8em;font-weight:bold}
 img{max-width:100%;display:block;margin:.8em 0;border:1px solid #e2e8f0}
 """
 
@@ -96,6 +98,25 @@ def page(title: str, body: str, credit: str | None) -> str:
         f"<title>{e(title)}</title><style>{CSS}</style></head><body>\n"
         f"<h1>{e(title)}</h1>\n{note}\n{body}\n{note}\n</body></html>\n"
     )
+
+
+def stopped_after(m: dict[str, Any]) -> str:
+    """How far a partial run went: "stopped after 3.2 d of 7.0 d simulated (46%)"."""
+    days, reached = m.get("days"), m.get("simulated_days")
+    if not isinstance(days, int | float) or not isinstance(reached, int | float):
+        return "stopped before its end"
+    share = f" ({reached / days:.0%})" if days > 0 else ""
+    return f"stopped after {duration(reached * 86400)} of {duration(days * 86400)} simulated{share}"
+
+
+def partial(m: dict[str, Any]) -> str | None:
+    """The banner of a run stopped before its end (metrics.json's `partial`): "partial:
+    stopped after 3.2 d of 7.0 d simulated (46%), at 2026-12-03T16:48:00Z; the figures
+    cover the time simulated"; None for a whole run."""
+    if not m.get("partial"):
+        return None
+    at = f", at {m['stopped_at']}" if m.get("stopped_at") else ""
+    return f"partial: {stopped_after(m)}{at}; the figures cover the time simulated"
 
 
 def demand(d: dict[str, float | None] | None) -> str:

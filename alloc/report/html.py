@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from alloc.io.files import write_atomically
 from alloc.metrics.quantiles import nearest_rank
 from alloc.report.data import CLASSES, Run, fnum, load_run, num
 from alloc.report.fmt import (
@@ -18,6 +19,7 @@ from alloc.report.fmt import (
     hours,
     number,
     page,
+    partial,
     pct,
     table,
 )
@@ -37,7 +39,9 @@ def write_report(out_dir: Path, title: str, credit: str | None = None) -> Path:
     out_dir = Path(out_dir)
     run = load_run(out_dir)
     pngs = write_plots(out_dir)
+    banner = partial(run.metrics)
     body = [
+        f'<p class="partial">{e(banner)}</p>' if banner else "",
         _header(run.metrics),
         "<h2>The four metrics</h2>",
         _pyramid(run.metrics),
@@ -56,7 +60,7 @@ def write_report(out_dir: Path, title: str, credit: str | None = None) -> Path:
             "</figure>"
         )
     path = out_dir / "report.html"
-    path.write_text(page(title, "\n".join(body), run.credit(credit)), encoding="utf-8")
+    write_atomically(path, page(title, "\n".join(body), run.credit(credit)))
     return path
 
 

@@ -13,6 +13,7 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from alloc.io.files import atomic_path
 from alloc.report.data import CLASSES, PLOTS, Run, fnum, load_run, num
 from alloc.report.fmt import count, counted, duration, pct
 
@@ -41,6 +42,12 @@ WAIT_TICKS = (
 )
 
 
+def save(fig: Figure, path: Path) -> None:
+    """A PNG written whole or not at all (alloc.io.files)."""
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=DPI, format="png")
+
+
 def write_plots(out_dir: Path) -> list[Path]:
     """Draw occupancy.png, delivered_vs_owed.png, waits_cdf.png and fairshare.png into
     `out_dir` from the files a simulation wrote there; returns their paths."""
@@ -52,7 +59,7 @@ def write_plots(out_dir: Path) -> list[Path]:
         with plain_text():
             fig = draw(run)
             path = out_dir / name
-            fig.savefig(path, dpi=DPI)
+            save(fig, path)
         paths.append(path)
     return paths
 

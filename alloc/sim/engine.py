@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from typing import Protocol
 
 from alloc.adapters.sim import SimExecutor
 from alloc.domain import (
@@ -88,6 +89,13 @@ class SimConfig:
             )
 
 
+class OnProgress(Protocol):
+    """Told after every instant of simulated time: the time reached (seconds from the start),
+    the full rounds and the event passes run so far."""
+
+    def __call__(self, t_s: float, rounds: int, passes: int) -> None: ...
+
+
 @dataclass
 class SimResult:
     lab: Snapshot
@@ -101,9 +109,17 @@ class SimResult:
     violations: int = 0
     wall_seconds: float = 0.0
     first_violations: list[str] = field(default_factory=list)
+    stopped_at_s: float | None = None  # asked to stop here, before the end (a partial run)
+
+    @property
+    def partial(self) -> bool:
+        return self.stopped_at_s is not None
 
     @property
     def horizon_s(self) -> float:
+        """The simulated time the run covers: its days, or where it was stopped."""
+        if self.stopped_at_s is not None:
+            return self.stopped_at_s
         return self.config.days * 86400.0
 
 
@@ -146,7 +162,13 @@ class Simulation:
         self._seq += 1
         heapq.heappush(self.events, (t, int(kind), self._seq, payload))
 
-    def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
+    def run(
+        self, progress: OnProgress | None = None, stop: Callable[[], bool] | None = None
+    ) -> SimResult:
+        """Run to the end of the configured days, or until `stop()` (asked before each instant
+        of simulated time) says to stop: then the run ends at the last instant handled, with
+        every event and round of it done, and the result covers the time up to it (a partial
+        run: `stopped_at_s`)."""
         started = time.perf_counter()
         result = SimResult(self.lab, self.config, self.world, self.recorder)
         horizon = result.horizon_s
@@ -169,6 +191,9 @@ class Simulation:
                 self.push(failure_t, Kind.FAILURE, name)
         self.push(0.0, Kind.PERIODIC)
         while self.events and self.events[0][0] <= horizon:
+            if stop is not None and stop():
+                result.stopped_at_s = self.world.now_s
+                break
             t = self.events[0][0]
             self.world.advance(t)
             round_now = full_now = need_round = False
@@ -199,10 +224,11 @@ class Simulation:
                 self.full_pending = False
                 self._round(t, result, full_now or self.rounds is None)
             if progress:
-                progress(t)
-        self.world.advance(horizon)
+                progress(t, result.rounds, result.passes)
+        end = result.horizon_s
+        self.world.advance(end)
         self.recorder.flush()
-        self.world.ledger.close(self.world.epoch0 + horizon)  # work still running is charged
+        self.world.ledger.close(self.world.epoch0 + end)  # work still running is charged
         result.wall_seconds = time.perf_counter() - started
         return result
 

@@ -1,5 +1,6 @@
 """One simulation run from plain inputs (texts, paths, numbers), so that `alloc whatif` can run
-several in parallel processes; writes the run's output folder."""
+several in parallel processes; writes the run's output folder, that of a partial run too (one
+asked to stop before its end: every file says so, see `alloc.metrics.pyramid`)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from typing import Any
 from alloc.domain import Snapshot, TraceJob
 from alloc.io import InputError, parse_instance
 from alloc.io.durations import format_duration
+from alloc.io.files import write_atomically
 from alloc.io.trace_csv import read_trace
 from alloc.io.yaml_source import line_of, read_yaml
 from alloc.ledger import SQLiteStore
 from alloc.report.data import PLOTS
 from alloc.sim.baselines import LegacyConfig
-from alloc.sim.engine import SimConfig, SimResult, Simulation
+from alloc.sim.engine import OnProgress, SimConfig, SimResult, Simulation
 from alloc.sim.hosts import FailureModel, read_host_events
 from alloc.sim.output import WRITTEN, write_run
 from alloc.sim.policies import KEEPS_CONTRACT, SKIPS_QUIET, PolicyOptions, planner
@@ -55,6 +57,10 @@ class RunSpec:
 RUN_FILES = (*WRITTEN, "lab.yaml", *PLOTS, "report.html")
 
 Inputs = tuple[Snapshot, list[TraceJob]]  # the lab and the jobs of its trace
+
+
+class NothingSimulated(Exception):
+    """The run was asked to stop before any simulated time passed: nothing was written."""
 
 
 def load_inputs(spec: RunSpec) -> Inputs:
@@ -126,7 +132,11 @@ def _from(lab: Snapshot, jobs: list[TraceJob], start_s: float) -> tuple[Snapshot
 
 
 def simulate(
-    spec: RunSpec, lab: Snapshot, jobs: list[TraceJob], progress: Callable[[float], None] | None
+    spec: RunSpec,
+    lab: Snapshot,
+    jobs: list[TraceJob],
+    progress: OnProgress | None,
+    stop: Callable[[], bool] | None = None,
 ) -> SimResult:
     hosts = {str(h.name) for h in lab.cluster.hosts}
     config = SimConfig(
@@ -144,26 +154,30 @@ def simulate(
     )
     legacy = LegacyConfig(inflation=spec.legacy_top, cap=spec.legacy_cap, seed=spec.seed)
     plan = planner(spec.policy, PolicyOptions(time_limit_s=spec.time_limit_s, legacy=legacy))
-    return Simulation(lab, jobs, plan, config, SQLiteStore(spec.ledger)).run(progress)
+    return Simulation(lab, jobs, plan, config, SQLiteStore(spec.ledger)).run(progress, stop)
 
 
 def run(
     spec: RunSpec,
-    progress: Callable[[float], None] | None = None,
+    progress: OnProgress | None = None,
     inputs: Inputs | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
-    """Load (unless `inputs`: `load_inputs(spec)` already read), simulate, write metrics.json,
-    the timelines, the plots and report.html."""
+    """Load (unless `inputs`: `load_inputs(spec)` already read), simulate, write the
+    timelines, metrics.json, the lab it ran, the plots and report.html. When `stop()` says so
+    the simulation ends early and what it covered is written as a partial run; raises
+    NothingSimulated, writing nothing, if that was before any simulated time passed."""
     lab, jobs = inputs if inputs is not None else load_inputs(spec)
-    result = simulate(spec, lab, jobs, progress)
+    result = simulate(spec, lab, jobs, progress, stop)
+    if result.partial and result.horizon_s <= 0:
+        raise NothingSimulated(spec.label)
     out = Path(spec.out)
     extra = {"label": spec.label, "trace": spec.trace or "synthetic", **spec.extra}
     if spec.credit:
         extra["credit"] = spec.credit
     metrics = write_run(result, out, spec.policy, spec.seed, extra)
-    (out / "lab.yaml").write_text(_as_run(spec) + spec.lab_yaml, encoding="utf-8")
-    from alloc.report import write_plots, write_report
+    write_atomically(out / "lab.yaml", _as_run(spec) + spec.lab_yaml)
+    from alloc.report import write_report
 
-    write_plots(out)
-    write_report(out, f"alloc simulate: {spec.label}", spec.credit)
+    write_report(out, f"alloc simulate: {spec.label}", spec.credit)  # and the plots it shows
     return metrics

@@ -29,10 +29,20 @@ class BackendResult:
 
 
 def _parameters(backend: str, threads: int, seed: int, gap: float) -> str:
+    """Each backend's own parameters. Neither catches Ctrl-C: SCIP and CP-SAT would by
+    default take SIGINT for themselves, end the solve early as if its time limit had come
+    and swallow the signal, so a simulation or a controller would carry on with a round cut
+    short (a result that depends on when a key was pressed). Left to Python, the signal
+    reaches the program's handler when the solve returns (within its time limit)."""
     if backend == "scip":
-        return f"limits/gap = {gap}\nrandomization/randomseedshift = {seed}"
+        return (
+            f"limits/gap = {gap}\nrandomization/randomseedshift = {seed}\nmisc/catchctrlc = FALSE"
+        )
     if backend == "sat":
-        return f"num_workers: {max(1, threads)}, random_seed: {seed}, relative_gap_limit: {gap}"
+        return (
+            f"num_workers: {max(1, threads)}, random_seed: {seed}, relative_gap_limit: {gap}, "
+            "catch_sigint_signal: false"
+        )
     return ""
 
 

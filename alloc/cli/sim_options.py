@@ -1,0 +1,261 @@
+"""What `alloc simulate` and `alloc whatif` share: their options, and the checks of their
+inputs (bad input is an InputError naming the option or file, found before anything runs)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from alloc.cli.common import check_writable
+from alloc.io.durations import parse_duration
+from alloc.io.errors import InputError
+
+if TYPE_CHECKING:  # the simulator and the solvers load when a command runs, not before
+    from alloc.sim.run import Inputs, RunSpec
+
+
+def stdout_console() -> Console:
+    """The console of a command's tables: the terminal's width, else the width COLUMNS
+    gives, else 120 (wide enough for the summary when the output is a file or a pipe)."""
+    wide = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+    return Console(width=None if wide else 120)
+
+
+LabArg = Annotated[
+    Path | None,
+    typer.Argument(help="Lab instance YAML (cluster, budgets, policy; optional with --synthetic)."),
+]
+TraceOpt = Annotated[Path | None, typer.Option("--trace", help="Trace CSV to replay.")]
+SyntheticOpt = Annotated[
+    bool,
+    typer.Option(
+        "--synthetic", help="Use the built-in generator (and the built-in lab if no LAB is given)."
+    ),
+]
+DaysOpt = Annotated[float, typer.Option(min=0.001, help="Simulated days.")]
+SeedOpt = Annotated[int, typer.Option(help="Seed of the generator and the failure model.")]
+StartOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Replay the trace from this long after the lab's now (e.g. 30d): earlier jobs are "
+        "left out, the cluster starts empty, --days count from here, dates stay the trace's."
+    ),
+]
+ProgressEveryOpt = Annotated[
+    str,
+    typer.Option(
+        envvar="ALLOC_PROGRESS_EVERY",
+        help="Without a terminal (CI, nohup, a log file): a progress line on stderr this "
+        "often (0: none). With a terminal the progress is shown live.",
+    ),
+]
+
+
+def progress_interval(text: str) -> float | None:
+    """--progress-every in seconds; None for 0 (no progress lines)."""
+    return _duration("--progress-every", text) or None
+
+
+def _duration(option: str, text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise InputError(option, "", str(exc)) from None
+
+
+def check_policy(name: str, option: str = "--policy") -> str:
+    from alloc.sim.policies import REGISTRY
+
+    if name not in REGISTRY:
+        raise InputError(
+            option, "", f"unknown policy {name!r}; expected one of {', '.join(REGISTRY)}"
+        )
+    return name
+
+
+def base_spec(
+    lab: Path | None,
+    trace: Path | None,
+    synthetic: bool,
+    days: float,
+    seed: int,
+    options: dict[str, Any],
+) -> tuple[RunSpec, Inputs]:
+    """The run's inputs, checked: a lab file (or the built-in lab) and a trace or --synthetic;
+    with the lab and the jobs as read (a run of this spec under any policy starts from them)."""
+    from alloc.io import dump_instance
+    from alloc.sim.run import RunSpec, load_inputs
+
+    if (trace is None) == (not synthetic):
+        raise InputError("alloc", "", "give exactly one of --trace TRACE.csv or --synthetic")
+    if synthetic and options.get("start_s"):
+        raise InputError(
+            "--start", "", "replays a trace from later on: give --trace, not --synthetic"
+        )
+    if lab is None:
+        if not synthetic:
+            raise InputError("alloc", "", "give a LAB.yaml, or --synthetic for the built-in lab")
+        from alloc.sim.synthetic import SyntheticLab, synthetic_lab
+
+        built, _ = synthetic_lab(SyntheticLab(days=days, seed=seed))
+        text = dump_instance(built, "the built-in synthetic lab (alloc.sim.synthetic)")
+        source = "<built-in lab>"
+    else:
+        try:
+            text = lab.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(str(lab), "", f"cannot read the file: {exc}") from None
+        source = str(lab)
+    credit = next(
+        (
+            line.lstrip("# ").strip()
+            for line in text.splitlines()
+            if line.startswith("#") and "Philly" in line
+        ),
+        None,
+    )
+    spec = RunSpec(
+        label="base",
+        lab_yaml=text,
+        lab_file=source,
+        policy="milp",
+        days=days,
+        out="",
+        trace=str(trace) if trace else None,
+        seed=seed,
+        credit=credit,
+        **options,
+    )
+    inputs = load_inputs(spec)  # bad input stops here, before anything runs
+    return replace(spec, policy=inputs[0].policy.solver), inputs  # the lab's solver by default
+
+
+def sim_options(
+    round_interval: str,
+    min_round_gap: str,
+    checkpoint: str | None,
+    mtbf: str | None,
+    repair: str,
+    host_events: Path | None,
+    time_limit: str | None,
+    *,
+    ledger: str,
+    start: str | None,
+    legacy: tuple[float, float],
+    rounds: str = "events",
+    validate_passes: bool = False,
+) -> dict[str, Any]:
+    """The run options shared by simulate and whatif, checked; `legacy`: (top, cap)."""
+    from alloc.rounds import ROUND_KINDS
+
+    if rounds not in ROUND_KINDS:
+        raise InputError(
+            "--rounds",
+            "",
+            f"expected events (event passes between full rounds) or full (a full round on "
+            f"every event), got {rounds!r}",
+        )
+    interval = _duration("--round-interval", round_interval)
+    if not interval:
+        raise InputError("--round-interval", "", "the periodic round needs an interval above 0")
+    mtbf_s = _duration("--mtbf", mtbf)
+    if mtbf is not None and not mtbf_s:
+        raise InputError(
+            "--mtbf", "", "a mean time between failures is above 0 (omit it for no failures)"
+        )
+    limit = _duration("--time-limit", time_limit)
+    if time_limit is not None and not limit:
+        raise InputError("--time-limit", "", "a time limit is above 0")
+    if ledger != ":memory:":
+        _check_new_ledger(Path(ledger))
+    return {
+        "round_interval_s": interval,
+        "min_round_gap_s": _duration("--min-round-gap", min_round_gap),
+        "checkpoint_interval_s": _duration("--checkpoint", checkpoint),
+        "mtbf_h": mtbf_s / 3600.0 if mtbf_s else None,
+        "repair_h": (_duration("--repair", repair) or 0.0) / 3600.0,
+        "host_events": str(host_events) if host_events else None,
+        "time_limit_s": limit,
+        "ledger": ledger,
+        "start_s": _duration("--start", start) or 0.0,
+        "legacy_top": legacy[0],
+        "legacy_cap": legacy[1],
+        "rounds": rounds,
+        "validate_passes": validate_passes,
+    }
+
+
+def _check_new_ledger(path: Path) -> None:
+    """A ledger file is written by one run only: it must not exist yet, or be an empty SQLite
+    file (runs mixed in one ledger would be read as one). Nothing is created here."""
+
+    check_writable("--ledger", path)
+    if not path.parent.is_dir():
+        raise InputError("--ledger", "", f"the folder {path.parent} does not exist")
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
+            rows = db.execute("SELECT COUNT(*) FROM intervals").fetchone()[0] if tables else 0
+    except sqlite3.Error as exc:
+        raise InputError("--ledger", "", f"{path} is not an SQLite ledger: {exc}") from None
+    if rows or (tables and "intervals" not in tables):
+        what = f"{rows} intervals" if rows else "tables of something else"
+        raise InputError("--ledger", "", f"{path} already holds {what}: give a new file")
+
+
+LegacyTopOpt = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="legacy-priority: fraction of submissions made at the highest level (users' "
+        "behaviour; at 1 nobody can preempt anybody and the policy is FIFO).",
+    ),
+]
+CheckpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Checkpoint interval: the progress resumable work keeps when preempted, and when "
+        "non-resumable work becomes costly_to_stop (replaces the lab policy's "
+        "checkpoint_interval)."
+    ),
+]
+MtbfOpt = Annotated[
+    str | None,
+    typer.Option(help="Mean time between failures of a host (e.g. 60d); off by default."),
+]
+RepairOpt = Annotated[str, typer.Option(help="Repair time of a drained host.")]
+HostEventsOpt = Annotated[Path | None, typer.Option(help="CSV time,host,state.")]
+RoundsOpt = Annotated[
+    str,
+    typer.Option(
+        help="events: a full round every --round-interval and when a host changes, event "
+        "passes on arrivals, completions and requeues between them; full: a full round on "
+        "every event (slower; the model before event passes)."
+    ),
+]
+ValidatePassesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--validate-passes",
+        help="Also validate the whole plan of every event pass from scratch (slower).",
+    ),
+]
+LegacyCapOpt = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        help="legacy-priority: non-preemptible GPUs per team, as a multiple of its share.",
+    ),
+]
