@@ -301,3 +301,27 @@ def test_bad_clock_options_are_bad_input_and_nothing_is_written(config, tmp_path
         assert text in result.stderr, (text, result.stderr)
     assert not (tmp_path / "state.db").exists()
     assert not (tmp_path / "cluster.db").exists()
+
+
+def test_the_readme_example_runs_to_the_end_of_its_trace(tmp_path):
+    # instances/controller/dry-run.yaml as the README runs it, with its files in tmp_path.
+    here = Path(__file__).parent.parent / "instances" / "controller"
+    for name in ("lab.yaml", "trace.csv"):
+        (tmp_path / name).write_text((here / name).read_text())
+    text = (here / "dry-run.yaml").read_text().replace("/tmp/alloc-dry-run-", f"{tmp_path}/")
+    config = tmp_path / "dry-run.yaml"
+    config.write_text(text)
+    result = alloc("controller", "run", "--config", config, "--clock", "simulated")
+    assert result.exit_code == 0, result.stderr
+    assert "s: the trace is done" in result.stdout
+    assert "48 started, 16 preempted" in result.stdout
+    settings = load_controller_config(config)
+    store = StateStore(settings.state_url)
+    cluster = executor_for(settings)
+    assert cluster.unfinished() == 0  # type: ignore[attr-defined]
+    ledger = sorted((r.workload, r.started_s, r.ended_s, r.gpus, r.budget) for r in store.runs())
+    assert ledger == sorted(cluster.runs())  # type: ignore[attr-defined]
+    store.close()
+    status = alloc("status", "--config", config)
+    assert status.exit_code == 0, status.stderr
+    assert "ledger: 48 runs (0 running)" in " ".join(status.stdout.split())
