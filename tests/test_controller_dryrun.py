@@ -256,6 +256,32 @@ def test_the_command_prints_each_round_and_status_reads_the_run_back(config, tmp
     assert "state.db" in mixed.stderr and "an earlier run's" in mixed.stderr
 
 
+def test_metrics_served_during_a_dry_run_count_its_rounds_in_simulated_time(config):
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config.write_text(config.read_text().replace("{port: 0}", f"{{port: {port}}}"))
+    result = alloc("controller", "run", "--config", config, "--clock", "simulated")
+    assert result.exit_code == 0, result.stderr
+    assert f"/metrics on 127.0.0.1:{port}" in result.stderr
+    # The server thread outlives the command here (the test's process goes on).
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    lines = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+    assert lines['alloc_rounds_total{status="optimal"}'] == 12  # the full rounds
+    assert lines['alloc_rounds_total{status="event"}'] == 4  # the event passes
+    assert lines["alloc_starts_total"] == 4
+    assert sum(v for k, v in lines.items() if k.startswith("alloc_preemptions_total")) == 1
+    assert lines['alloc_owed_gpu_seconds_total{budget="nlp"}'] == 88 * H  # simulated seconds
+    assert lines['alloc_delivered_over_owed{budget="vision"}'] == pytest.approx(2 / 3)
+
+
 def test_until_stops_the_simulated_clock_and_a_second_run_carries_on_to_the_same_runs(config):
     result = alloc(
         "controller", "run", "--config", config, "--clock", "simulated", "--until", "90m"
