@@ -3,9 +3,13 @@
 The simulator (alloc.sim) keeps its world in memory and drives its own clock. A controller
 instead talks to a cluster that outlives it: this one keeps its hosts, jobs, clock and the
 record of every run in a file, and every call is one transaction, so a controller killed at
-any moment finds the cluster exactly as the cluster last changed. `snapshot()` only reads.
-`apply()` acts at the current simulated time, then moves the clock one `step_s` and completes
-the jobs whose work is done by then (at the exact second it was done). A preemption keeps
+any moment finds the cluster exactly as the cluster last changed. Its clock moves in one of two
+ways. By default `apply()` acts at the current simulated time, then moves the clock one
+`step_s` and completes the jobs whose work is done by then (at the exact second it was done);
+`snapshot()` only reads. Once `simulated_clock()` has handed out a clock (a controller's dry run
+on simulated time, `alloc controller run --clock simulated`), the cluster follows that clock
+instead: every call first brings it to the clock's time (completing the work done by then),
+and apply acts at that time without moving it. A preemption keeps
 resumable work up to its last checkpoint (alloc.sim.jobs.after_preemption); a start needs a
 queued job and room on ready hosts. Its `runs` table is the truth a crash-safety test
 compares the controller's ledger with.
@@ -14,6 +18,7 @@ compares the controller's ledger with.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -35,6 +40,7 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.policy.contract import allocated_in
+from alloc.sim.clock import SimulatedClock
 from alloc.sim.jobs import after_preemption
 
 SCHEMA = """
@@ -61,9 +67,11 @@ class SimCluster:
     def __init__(
         self, path: str | Path, lab: Snapshot, jobs: Iterable[TraceJob] = (), step_s: float = 300.0
     ) -> None:
+        self.path = Path(path)
         self.lab = lab
         self.step_s = step_s
         self.checkpoint_s = lab.policy.checkpoint_interval_s
+        self.clock: SimulatedClock | None = None  # None: the clock moves one step per apply
         # transactions by hand; one caller at a time, from any thread
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -104,17 +112,35 @@ class SimCluster:
         db.execute("INSERT INTO clock VALUES (0, 0.0)")
         db.execute("COMMIT")
 
+    def simulated_clock(self, end_s: float = math.inf) -> SimulatedClock:
+        """A clock at the cluster's current time (seconds since the lab's `now`) that the
+        cluster follows from now on; waiting on it past `end_s` ends the run."""
+        self.clock = SimulatedClock(self.lab.now.timestamp(), self._now(), end_s)
+        return self.clock
+
     # the executor protocol
 
     def snapshot(self) -> Snapshot:
-        """The cluster at its current time (a pure read)."""
+        """The cluster at its current time (a pure read, once at the clock's time)."""
+        self._catch_up()
         return self._snapshot(self._now())
 
-    def _advance(self) -> None:
-        """Inside apply's transaction: the clock moves one step and the work that is done by
-        then completes, at the exact second it was done."""
+    def _catch_up(self) -> None:
+        """Following a clock: the cluster moves to its time (one transaction)."""
+        if self.clock is None or self.clock.t_s <= self._now():
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._advance(self.clock.t_s)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def _advance(self, now: float) -> None:
+        """Inside a transaction: the clock moves to `now` and the work that is done by then
+        completes, at the exact second it was done."""
         db = self.db
-        now = self._now() + self.step_s
         running = db.execute(
             "SELECT id, started_s, runtime_s, work_done_s FROM jobs WHERE state = 'running'"
         ).fetchall()
@@ -161,7 +187,7 @@ class SimCluster:
             started,
             placed,
         ) in rows:
-            ran = now - started if state == "running" else 0.0
+            running = state == "running"
             workloads.append(
                 Workload(
                     id=WorkloadId(i),
@@ -173,9 +199,12 @@ class SimCluster:
                     priority=prio,
                     topology=Topology(topo) if topo else cluster.default_topology(gpus, gtype),
                     gpu_type=gtype,
-                    started=self._at(started) if state == "running" else None,
+                    started=self._at(started) if running else None,
                     hosts={HostName(h): g for h, g in json.loads(placed).items()},
-                    runtime_s=max(0.0, runtime - done - ran),
+                    # The work a queued job still needs. Running work reads as a cluster
+                    # manager shows it: nothing that changes while it runs (a controller's
+                    # event pass would take it for news every time).
+                    runtime_s=None if running else max(0.0, runtime - done),
                 )
             )
         return Snapshot(
@@ -184,10 +213,12 @@ class SimCluster:
 
     def apply(self, plan: Plan) -> ApplyReport:
         """Preemptions, then starts, at the cluster's current time; then its clock moves one
-        step (completing the work done by then). One transaction."""
+        step (completing the work done by then), unless it follows a clock. One transaction."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
+            if self.clock is not None and self.clock.t_s > self._now():
+                self._advance(self.clock.t_s)
             now = self._now()
             results = [
                 self._preempt(d.workload, now) for d in plan.decisions if d.action is Action.PREEMPT
@@ -197,7 +228,8 @@ class SimCluster:
                 for d in plan.decisions
                 if d.action is Action.START
             ]
-            self._advance()
+            if self.clock is None:
+                self._advance(now + self.step_s)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -266,10 +298,24 @@ class SimCluster:
         return {}  # every job is read as declared
 
     def changes(self) -> str:
-        """The cluster changes only when a plan is applied (its clock moves then)."""
-        return str(self._now())
+        """Moved one step per apply, the cluster changes only then (its clock moves). Following
+        a clock, it changes as a real cluster's queue does: a job submitted, started, stopped or
+        done by the clock's time (read only: what is done by then need not be written yet)."""
+        if self.clock is None:
+            return str(self._now())
+        t = self.clock.t_s
+        db = self.db
+        (arrived,) = db.execute("SELECT COUNT(*) FROM jobs WHERE submitted_s <= ?", (t,)).fetchone()
+        started, ended = db.execute("SELECT COUNT(*), COUNT(ended_s) FROM runs").fetchone()
+        (due,) = db.execute(
+            "SELECT COUNT(*) FROM jobs WHERE state = 'running' "
+            "AND started_s + (runtime_s - work_done_s) <= ?",
+            (t,),
+        ).fetchone()
+        return f"{arrived}/{started}/{ended + due}"
 
     def ended_runs(self) -> tuple[EndedRun, ...]:
+        self._catch_up()
         out = []
         for job, started, ended, gpus, budget in self.db.execute(
             "SELECT job, started_s, ended_s, gpus, budget FROM runs WHERE ended_s IS NOT NULL"
@@ -307,6 +353,17 @@ class SimCluster:
 
     def unfinished(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM jobs WHERE state != 'done'").fetchone()[0])
+
+    def to_arrive(self) -> int:
+        """Jobs of the trace not submitted yet at the cluster's time."""
+        (n,) = self.db.execute(
+            "SELECT COUNT(*) FROM jobs WHERE submitted_s > ?", (self._now(),)
+        ).fetchone()
+        return int(n)
+
+    def now_s(self) -> float:
+        """The cluster's time: seconds since the lab's `now`."""
+        return self._now()
 
     def _now(self) -> float:
         return float(self.db.execute("SELECT now_s FROM clock").fetchone()[0])

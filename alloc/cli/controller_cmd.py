@@ -1,5 +1,6 @@
 """`alloc controller run --config FILE`: the controller beside a real cluster manager (Slurm),
-every round reading the cluster, deciding, acting and recording (alloc.controller)."""
+every round reading the cluster, deciding, acting and recording (alloc.controller); with
+`--clock simulated`, a dry run of it on the simulated cluster's time (alloc.controller.dryrun)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from alloc.cli.common import err, guarded
+from alloc.cli.common import err, guarded, out
 from alloc.io import InputError
 from alloc.readable import count, duration
 
@@ -30,9 +31,23 @@ def run(
     rounds: Annotated[
         int | None, typer.Option(min=1, help="Stop after this many rounds (default: never).")
     ] = None,
+    clock: Annotated[
+        str,
+        typer.Option(
+            help="wall, or simulated: a dry run on the sim executor's simulated time (the "
+            "interval and polls pass at once; it ends when the trace is done)."
+        ),
+    ] = "wall",
+    until: Annotated[
+        str | None,
+        typer.Option(
+            help="With --clock simulated: stop when the simulated clock is this long after the "
+            "trace's start, e.g. 6h or 2d."
+        ),
+    ] = None,
 ) -> None:
     """Run rounds every `interval` (config) until interrupted (Ctrl-C or SIGTERM end the
-    current round first)."""
+    current round first); with --clock simulated, on simulated time until the trace is done."""
     from alloc.controller.build import executor_for
     from alloc.controller.loop import Controller, RoundOutcome
     from alloc.controller.metrics import ControllerMetrics
@@ -42,12 +57,24 @@ def run(
     def act() -> None:
         settings = load_controller_config(config)
         kind = executor or settings.executor
+        until_s = _simulated_options(clock, until, kind, config)
         cluster = executor_for(settings, kind)
+        dry = None
+        if clock == "simulated":
+            from alloc.controller.dryrun import DryRun
+
+            dry = DryRun.start(cluster, until_s)
         try:
             store = StateStore(settings.state_url)
         except Exception as exc:  # noqa: BLE001 - SQLAlchemy: a bad URL or database
             message = f"cannot open {settings.state_url}: {exc}"
             raise InputError(str(config), "state", message) from None
+        if dry is not None:
+            try:
+                dry.check_state(store)
+            except InputError:
+                store.close()
+                raise
         controller = Controller(
             cluster,
             store,
@@ -56,6 +83,8 @@ def run(
             event_poll_s=settings.event_poll_s,
             min_round_gap_s=settings.min_round_gap_s,
         )
+        if dry is not None:
+            controller.clock = dry.clock
         metrics = ControllerMetrics()
         if settings.metrics_port:
             try:
@@ -70,8 +99,13 @@ def run(
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         err.print(
-            f"controller {settings.name}: a round every {duration(settings.interval_s)}, state "
-            "in "
+            f"controller {settings.name}: "
+            + (
+                f"a dry run on simulated time from {dry.at():%Y-%m-%d %H:%M:%S} UTC, "
+                if dry
+                else ""
+            )
+            + f"a round every {duration(settings.interval_s)}, state in "
             f"{settings.state_url}"
             + (
                 f", /metrics on {settings.metrics_address}:{settings.metrics_port}"
@@ -83,6 +117,11 @@ def run(
 
         def report(o: RoundOutcome) -> None:
             metrics.observe(o)
+            if dry is not None:
+                err.print(dry.line(o), markup=False, highlight=False)
+                if dry.observe(o):
+                    stop.set()  # the trace is done (or nothing left can ever start)
+                return
             if o.error:
                 err.print(f"round failed: {o.error}", markup=False)
                 return
@@ -98,5 +137,36 @@ def run(
             controller.run(stop, rounds, on_round=report)
         finally:
             store.close()
+        if dry is not None:
+            for line in dry.summary(metrics, settings.budgets, rounds):
+                out.print(line, markup=False, highlight=False)
 
     guarded(act)
+
+
+def _simulated_options(clock: str, until: str | None, kind: str, config: Path) -> float | None:
+    """--clock and --until checked before anything is opened or written; --until in seconds."""
+    if clock not in ("wall", "simulated"):
+        raise InputError("--clock", "", f"expected wall or simulated, got {clock!r}")
+    if clock == "wall":
+        if until is not None:
+            raise InputError("--until", "", "--until is simulated time: give --clock simulated")
+        return None
+    if kind != "sim":
+        raise InputError(
+            "--clock",
+            "",
+            f"a simulated clock is the simulated cluster's: it needs the sim executor, and "
+            f"{config} runs executor {kind} (use --executor sim, or --clock wall)",
+        )
+    if until is None:
+        return None
+    from alloc.io.durations import parse_duration
+
+    try:
+        until_s = parse_duration(until)
+    except ValueError as exc:
+        raise InputError("--until", "", str(exc)) from None
+    if until_s <= 0:
+        raise InputError("--until", "", "expected a duration above 0, e.g. 6h")
+    return until_s

@@ -60,6 +60,8 @@ def status(
     the fair-share ratios along its budget path: why work waits (read-only)."""
     from rich.table import Table
 
+    from alloc.controller.history import recorded_at
+    from alloc.io.controller_config import load_controller_config
     from alloc.round import RoundOptions, solve_round
     from alloc.status import last_decided, queue_rows, running_counts, waited
 
@@ -126,6 +128,8 @@ def status(
                 + ")"
             )
         out.print(f"running: {running}", highlight=False)
+        for line in recorded_at(load_controller_config(config).state_url):
+            out.print(line, markup=False, highlight=False)
         for job, why in sorted(notes.items()):
             out.print(f"{job}: {why}", markup=False, highlight=False)
 

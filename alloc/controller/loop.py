@@ -22,6 +22,10 @@ fresh snapshot, so nothing is started twice.
 Executor failures (a command that fails or hangs, the cluster manager down) end the round
 with the error recorded and are retried at the next round, after a backoff that doubles up to
 the interval; the state is never left half-written (every write is one transaction).
+
+Intervals, polls and the times recorded are the `clock`'s: the wall clock beside a real
+cluster, or a simulated cluster's own clock (alloc.sim.clock), on which waiting takes no time:
+a dry run of this same loop (`alloc controller run --clock simulated`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from alloc.controller.state import Run, StateStore
 from alloc.domain import Action, BudgetTree, Plan, Snapshot
 from alloc.policy.contract import allocated_in
 from alloc.rounds import Rounds
+from alloc.sim.clock import Clock, WallClock
 from alloc.solve.validate import validate
 
 log = logging.getLogger("alloc.controller")
@@ -66,7 +71,7 @@ class Controller:
     budgets: BudgetTree | None = None  # the config's tree (shares changed since: the store's)
     event_poll_s: float = 0.0  # look for changes this often between rounds (0: periodic only)
     min_round_gap_s: float = 10.0  # an event round comes at least this long after the last
-    clock: Callable[[], float] = time.time
+    clock: Clock = field(default_factory=WallClock)
     history: list[RoundOutcome] = field(default_factory=list)
     # The state event passes carry from the last full round (validated whole every pass).
     rounds: Rounds = field(default_factory=lambda: Rounds(validate_whole=True))
@@ -83,7 +88,7 @@ class Controller:
             outcome = self._round(event)
         except Exception as exc:  # noqa: BLE001 - any executor failure ends only this round
             log.warning("round failed: %s", exc)
-            outcome = RoundOutcome(self.clock(), error=f"{type(exc).__name__}: {exc}")
+            outcome = RoundOutcome(self.clock.now(), error=f"{type(exc).__name__}: {exc}")
         outcome.seconds = time.perf_counter() - began
         self.history.append(outcome)
         del self.history[:-100]
@@ -112,7 +117,7 @@ class Controller:
             (r.workload for r in done if r.action is Action.START),
             (r.workload for r in done if r.action is Action.PREEMPT),
         )
-        stopped_s = self.clock()
+        stopped_s = self.clock.now()
         for result in report.results:
             if result.ok and result.changed and result.action is Action.PREEMPT:
                 w = snapshot.by_id.get(result.workload)
@@ -159,41 +164,47 @@ class Controller:
         backoff = 1.0
         done = 0
         event = False
-        next_full = time.monotonic()
+        clock = self.clock
+        next_full = clock.monotonic()
         while not stop.is_set() and (rounds is None or done < rounds):
             outcome = self.round_once(event)
             if on_round is not None:
                 on_round(outcome)
             done += 1
             if outcome.error:
-                next_full = time.monotonic() + min(backoff, self.interval_s)
+                next_full = clock.monotonic() + min(backoff, self.interval_s)
                 backoff *= 2
             else:
                 backoff = 1.0
                 if outcome.kind == "full":
-                    next_full = time.monotonic() + self.interval_s
+                    next_full = clock.monotonic() + self.interval_s
             if rounds is not None and done >= rounds:
                 break
-            wait = max(0.0, next_full - time.monotonic())
+            wait = max(0.0, next_full - clock.monotonic())
             event = self._wait(stop, wait, outcome.error == "")
 
     def _wait(self, stop: threading.Event, wait_s: float, events: bool) -> bool:
         """Until the next periodic round (False), or an event (True): the cluster's
         fingerprint changed (a job arrived or ended, a host changed), at least
-        `min_round_gap_s` after the last round (events coalesce)."""
-        began = time.monotonic()
+        `min_round_gap_s` after the last round (events coalesce) and before the periodic
+        round is due (which then decides everything a pass would)."""
+        clock = self.clock
+        began = clock.monotonic()
         last = self._baseline if events and self.event_poll_s > 0 else None
         while not stop.is_set():
-            elapsed = time.monotonic() - began
+            elapsed = clock.monotonic() - began
             left = wait_s - elapsed
             if left <= 0:
                 return False
             if last is None:  # periodic rounds only
-                stop.wait(left)
+                clock.wait(stop, left)
                 return False
-            if stop.wait(min(left, max(self.event_poll_s, self.min_round_gap_s - elapsed))):
+            if clock.wait(stop, min(left, max(self.event_poll_s, self.min_round_gap_s - elapsed))):
                 return False
-            if time.monotonic() - began >= min(self.min_round_gap_s, wait_s):
+            elapsed = clock.monotonic() - began
+            if elapsed >= wait_s:  # the periodic round is due: it takes the place of a pass
+                return False
+            if elapsed >= self.min_round_gap_s:
                 now = self._changes()
                 if now is not None and now != last:
                     log.info("event pass")

@@ -1,0 +1,149 @@
+"""A dry run of the controller on simulated time (`alloc controller run --clock simulated`).
+
+The controller loop, its state store and its metrics are those of a real run; only the clock
+and the executor are plugged in (STYLE: no `if simulate` below this): the `sim` executor's
+simulated cluster hands out its own clock (alloc.sim.clock), so the round interval and the
+event polls pass at once, the cluster's jobs progress by that clock and every record is
+stamped with it. The run ends when the trace is done, when what is left can never start (no
+work runs, none is to come, and a full round started none of it), at `--until`, or after
+`--rounds`; this module says when, and what to print meanwhile."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from alloc.adapters.base import Executor
+from alloc.adapters.simcluster import SimCluster
+from alloc.controller.loop import RoundOutcome
+from alloc.controller.metrics import ControllerMetrics
+from alloc.controller.state import StateStore
+from alloc.domain import BudgetTree
+from alloc.io import InputError
+from alloc.report.fmt import duration, pct
+from alloc.sim.clock import SimulatedClock
+
+
+@dataclass
+class DryRun:
+    cluster: SimCluster
+    clock: SimulatedClock
+    began_s: float  # simulated seconds since the lab's `now` at the start of this run
+    wall_began: float = field(default_factory=time.perf_counter)
+    rounds: dict[str, int] = field(default_factory=lambda: {"full": 0, "event": 0})
+    started: int = 0
+    preempted: int = 0
+    why_over: str = ""
+
+    @classmethod
+    def start(cls, cluster: Executor, until_s: float | None = None) -> DryRun:
+        """The simulated cluster follows its own clock from now on; the clock ends at
+        `until_s` (seconds since the lab's `now`), if given. A cluster that has run its whole
+        trace, or is past `until_s`, is bad input: there is nothing to run."""
+        if not isinstance(cluster, SimCluster):
+            raise InputError("--clock", "", "a simulated clock needs the sim executor")
+        where = str(cluster.path)
+        now_s = cluster.now_s()
+        again = f"remove {where} (and the controller's state) to run it again"
+        if cluster.unfinished() == 0:
+            message = f"the simulated cluster has run its whole trace (at {offset(now_s)}): {again}"
+            raise InputError(where, "", message)
+        if until_s is not None and until_s <= now_s:
+            message = f"the simulated cluster is already at {offset(now_s)}, past --until: {again}"
+            raise InputError(where, "", message)
+        clock = cluster.simulated_clock(math.inf if until_s is None else until_s)
+        return cls(cluster, clock, clock.t_s)
+
+    def check_state(self, store: StateStore) -> None:
+        """The state must be this cluster's: none of its rounds after the cluster's time (a
+        state left by an earlier run of a cluster file since removed would mix two runs)."""
+        last = store.rounds(last=1)
+        at = last[0]["at_s"] if last else None
+        if isinstance(at, int | float) and at > self.clock.now() + 1e-6:
+            raise InputError(
+                store.url,
+                "state",
+                f"it holds rounds up to {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC, "
+                f"after the simulated cluster's time ({self.at():%Y-%m-%d %H:%M:%S} UTC): it is "
+                "an earlier run's; remove it, or name another state in the config",
+            )
+
+    def at(self, t_s: float | None = None) -> datetime:
+        t = self.clock.t_s if t_s is None else t_s
+        return datetime.fromtimestamp(self.clock.epoch_s + t, UTC)
+
+    def line(self, o: RoundOutcome) -> str:
+        """One round, for the console: simulated time, kind, starts and preemptions."""
+        t = o.at_s - self.clock.epoch_s
+        kind = "full round" if o.kind == "full" else "event pass"
+        head = f"{self.at(t):%Y-%m-%d %H:%M:%S} ({offset(t)}) round {o.round_id or '-'}"
+        if o.error:
+            return f"{head}: failed: {o.error}"
+        status = o.plan.report.status if o.plan else "-"
+        return (
+            f"{head}: {kind}, {o.started} started, {o.preempted} preempted, {o.failed} failed; "
+            f"{status}; {o.seconds:.2f} s"
+        )
+
+    def observe(self, o: RoundOutcome) -> str:
+        """Count this round; why the run is over after it ("": it goes on)."""
+        if o.error:
+            return ""
+        self.rounds[o.kind] = self.rounds.get(o.kind, 0) + 1
+        self.started += o.started
+        self.preempted += o.preempted
+        left = self.cluster.unfinished()
+        if left == 0:
+            self.why_over = "the trace is done"
+        elif (
+            o.kind == "full"
+            and o.started == 0
+            and o.failed == 0
+            and o.snapshot is not None
+            and not any(w.running for w in o.snapshot.workloads)
+            and self.cluster.to_arrive() == 0
+        ):
+            self.why_over = (
+                f"nothing runs, nothing more arrives, and a full round started none of the "
+                f"{left} jobs left: they cannot start on this cluster"
+            )
+        return self.why_over
+
+    def summary(
+        self, metrics: ControllerMetrics, budgets: BudgetTree, rounds: int | None = None
+    ) -> list[str]:
+        """What the run did, and each team's delivered over owed as /metrics has it."""
+        span = self.clock.t_s - self.began_s
+        wall = time.perf_counter() - self.wall_began
+        n = sum(self.rounds.values())
+        if self.why_over:
+            why = self.why_over
+        elif self.clock.t_s >= self.clock.end_s:
+            why = "the simulated clock reached --until"
+        elif rounds is not None and n >= rounds:
+            why = f"--rounds {rounds} done"
+        else:
+            why = "interrupted"
+        lines = [
+            f"simulated {self.at(self.began_s):%Y-%m-%d %H:%M} to {self.at():%Y-%m-%d %H:%M} "
+            f"UTC ({duration(span)}) in {wall:.1f} s: {why}",
+            f"{n} rounds ({self.rounds.get('full', 0)} full rounds, "
+            f"{self.rounds.get('event', 0)} event passes), {self.started} started, "
+            f"{self.preempted} preempted",
+        ]
+        teams = []
+        for path in budgets.leaves():
+            value = metrics.registry.get_sample_value("alloc_delivered_over_owed", {"budget": path})
+            if value is not None:
+                teams.append(f"{path} {'-' if math.isnan(value) else pct(value)}")
+        if teams:
+            lines.append("delivered/owed: " + ", ".join(teams))
+        return lines
+
+
+def offset(seconds: float) -> str:
+    """Simulated time since the trace's start: +0:05:00, +27:30:00."""
+    s = round(seconds)
+    return f"+{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"

@@ -1,0 +1,70 @@
+"""What the controller's state says it has done so far, for `alloc status`: its rounds by kind
+and solver status over the time they span (wall or simulated: the times the rounds were
+stamped with), the actions carried out, and the ledger's runs and charged GPU-hours."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+
+from alloc.controller.state import StateStore, actions, rounds, runs
+from alloc.report.fmt import duration
+
+
+def recorded_at(state_url: str) -> list[str]:
+    """`recorded` of the state at this URL."""
+    store = StateStore(state_url)
+    try:
+        return recorded(store)
+    finally:
+        store.close()
+
+
+def recorded(store: StateStore) -> list[str]:
+    """Lines on the rounds, actions and ledger recorded; none when no round was."""
+    with store.engine.connect() as db:
+        by_kind = {
+            str(kind): (int(n), float(first), float(last))
+            for kind, n, first, last in db.execute(
+                select(
+                    rounds.c.kind, func.count(), func.min(rounds.c.at_s), func.max(rounds.c.at_s)
+                ).group_by(rounds.c.kind)
+            )
+        }
+        statuses: dict[str, int] = dict(
+            db.execute(
+                select(rounds.c.status, func.count())
+                .group_by(rounds.c.status)
+                .order_by(rounds.c.status)
+            ).all()
+        )
+        done: dict[str, int] = dict(
+            db.execute(
+                select(actions.c.action, func.count())
+                .where(actions.c.ok)
+                .group_by(actions.c.action)
+            ).all()
+        )
+        ran, running = db.execute(
+            select(func.count(), func.count().filter(runs.c.ended_s.is_(None)))
+        ).one()
+    if not by_kind:
+        return []
+    first = min(f for _, f, _ in by_kind.values())
+    last = max(t for _, _, t in by_kind.values())
+    full, passes = by_kind.get("full", (0,))[0], by_kind.get("event", (0,))[0]
+    charged = store.window_gpu_hours(last, last - first)
+    kept = ", ".join(f"{s} {n}" for s, n in statuses.items())
+    lines = [
+        f"rounds: {full + passes} from {_at(first)} to {_at(last)} ({duration(last - first)}): "
+        f"{full} full rounds, {passes} event passes ({kept}); carried out: starts "
+        f"{done.get('start', 0)}, preemptions {done.get('preempt', 0)}",
+        f"ledger: {ran} runs ({running} running); charged "
+        "GPU-hours: " + (", ".join(f"{b} {h:,.1f}" for b, h in sorted(charged.items())) or "none"),
+    ]
+    return lines
+
+
+def _at(epoch_s: float) -> str:
+    return f"{datetime.fromtimestamp(epoch_s, UTC):%Y-%m-%d %H:%M:%S} UTC"
