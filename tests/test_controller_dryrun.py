@@ -228,7 +228,7 @@ def test_the_command_prints_each_round_and_status_reads_the_run_back(config, tmp
         "2026-11-30 01:00:00 (+1:00:00) round 4: full round, 1 started, 1 preempted"
     )
     assert lines[-1].startswith("2026-11-30 11:00:00 (+11:00:00) round 16: full round")
-    assert "UTC (11.0 h) in " in result.stdout and "s: the trace is done" in result.stdout
+    assert "UTC (11 h) in " in result.stdout and "s: the trace is done" in result.stdout
     assert "16 rounds (12 full rounds, 4 event passes), 4 started, 1 preempted" in result.stdout
     assert "delivered/owed: nlp 100.0%, vision 66.7%" in result.stdout
 
@@ -237,7 +237,7 @@ def test_the_command_prints_each_round_and_status_reads_the_run_back(config, tmp
     text = " ".join(status.stdout.split())  # as one line, whatever the console wrapped
     assert "sim2 at 2026-11-30 11:00:00 UTC" in text
     assert (
-        "rounds: 16 from 2026-11-30 00:00:00 UTC to 2026-11-30 11:00:00 UTC (11.0 h): "
+        "rounds: 16 from 2026-11-30 00:00:00 UTC to 2026-11-30 11:00:00 UTC (11 h): "
         "12 full rounds, 4 event passes (event 4, optimal 12); carried out: starts 4, "
         "preemptions 1" in text
     )
@@ -289,7 +289,7 @@ def test_until_stops_the_simulated_clock_and_a_second_run_carries_on_to_the_same
     assert result.exit_code == 0, result.stderr
     # Rounds at 0, 1 min, 30 min, 1 h and 1 h 1 min; the next is due at 2 h, after --until.
     assert len([line for line in result.stderr.splitlines() if ") round " in line]) == 5
-    assert "(1.5 h) in " in result.stdout and "the simulated clock reached --until" in result.stdout
+    assert "(1 h 30 min) in " in result.stdout and "the simulated clock reached --until" in result.stdout
     # The rest of the trace, from where the cluster was left (its first round is a full one).
     rest = alloc("controller", "run", "--config", config, "--clock", "simulated")
     assert rest.exit_code == 0, rest.stderr

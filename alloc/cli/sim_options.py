@@ -15,7 +15,7 @@ from rich.console import Console
 
 from alloc.cli.common import check_writable
 from alloc.io.durations import parse_duration
-from alloc.io.errors import InputError
+from alloc.io.errors import InputError, read_input
 
 if TYPE_CHECKING:  # the simulator and the solvers load when a command runs, not before
     from alloc.sim.run import Inputs, RunSpec
@@ -110,10 +110,7 @@ def base_spec(
         text = dump_instance(built, "the built-in synthetic lab (alloc.sim.synthetic)")
         source = "<built-in lab>"
     else:
-        try:
-            text = lab.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(str(lab), "", f"cannot read the file: {exc}") from None
+        text = read_input(lab, kind="a YAML file")
         source = str(lab)
     credit = next(
         (

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from alloc.cli.common import check_writable, guarded, write_atomically
+from alloc.cli.common import check_writable, guarded, say_replaced, write_atomically
 from alloc.cli.sim_options import (
     CheckpointOpt,
     DaysOpt,
@@ -164,6 +164,7 @@ def _specs(
     from alloc.io.scenario import load_scenario
     from alloc.io.trace_csv import parse_trace
     from alloc.io.trace_csv import trace_text as write_trace_text
+    from alloc.report.compare import COMPARISON_FILES
     from alloc.sim.run import load_inputs
     from alloc.sim.synthetic import SyntheticLab, synthetic_trace
 
@@ -215,6 +216,8 @@ def _specs(
                     lab_file=source,
                 )
             )
+    written = [*COMPARISON_FILES, *(Path(s.out).name for s in specs)]
+    say_replaced(out, written + (["trace.csv"] if trace_text is not None else []))
     if trace_text is not None:
         trace_path = out / "trace.csv"
         write_atomically(trace_path, trace_text)

@@ -57,7 +57,9 @@ def fill(helper: mbh.ModelBuilderHelper, vectors: tuple[np.ndarray, ...], matrix
     if matrix.nnz > TERM_BY_TERM_MAX:
         helper.fill_model_from_sparse_data(lb, ub, obj, lo, hi, matrix.scipy())  # type: ignore[arg-type]
         return
-    helper.add_var_array_with_bounds(lb, ub, np.zeros(lb.size, bool), "")
+    # (the stubs spell numpy's array types in a way no array matches)
+    integer = np.zeros(lb.size, bool)
+    helper.add_var_array_with_bounds(lb, ub, integer, "")  # type: ignore[arg-type]
     helper.set_objective_coefficients(list(range(lb.size)), obj.tolist())
     cols, coefficients, ptr = matrix.indices.tolist(), matrix.data.tolist(), matrix.indptr.tolist()
     for row, (low, high) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True)):
