@@ -289,7 +289,10 @@ def test_until_stops_the_simulated_clock_and_a_second_run_carries_on_to_the_same
     assert result.exit_code == 0, result.stderr
     # Rounds at 0, 1 min, 30 min, 1 h and 1 h 1 min; the next is due at 2 h, after --until.
     assert len([line for line in result.stderr.splitlines() if ") round " in line]) == 5
-    assert "(1 h 30 min) in " in result.stdout and "the simulated clock reached --until" in result.stdout
+    assert (
+        "(1 h 30 min) in " in result.stdout
+        and "the simulated clock reached --until" in result.stdout
+    )
     # The rest of the trace, from where the cluster was left (its first round is a full one).
     rest = alloc("controller", "run", "--config", config, "--clock", "simulated")
     assert rest.exit_code == 0, rest.stderr

@@ -28,8 +28,9 @@ HOUR = 3600.0
 # One progress line; the rates (and so the ETA) once a second of the run has passed.
 LINE = re.compile(
     r"^progress (?P<label>\S+)(?: \(run (?P<i>\d+) of (?P<n>\d+)\))?: "
-    r"(?P<reached>[\d.]+ (?:s|min|h|d)) of (?P<total>[\d.]+ (?:s|min|h|d)) simulated "
-    r"\((?P<pct>\d+)%\), (?P<rounds>[\d,]+) rounds \((?P<full>[\d,]+) full\), "
+    r"(?P<reached>\d+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?) of "
+    r"(?P<total>\d+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?) simulated "
+    r"\((?P<pct>\d+)%\), (?P<rounds>[\d,]+) rounds? \((?P<full>[\d,]+) full\), "
     r"(?:(?P<rate>[\d.]+) simulated h/s, (?P<round_rate>[\d.]+) rounds/s, )?"
     r"elapsed (?P<elapsed>\d+:\d\d), ETA (?P<eta>\d+:\d\d|unknown)"
     r"(?P<stopping> \[stopping after the current round\])?$"
@@ -70,7 +71,7 @@ def test_without_a_terminal_simulate_prints_progress_lines_at_the_pace_asked(tmp
     # The synthetic half day takes seconds to simulate: a line every quarter of a second.
     assert len(matches) >= 4, done.stderr
     assert {m["label"] for m in matches} == {"greedy"}
-    assert {m["total"] for m in matches} == {"12.0 h"}
+    assert {m["total"] for m in matches} == {"12 h"}
     elapsed = [
         int(m["elapsed"].split(":")[0]) * 60 + int(m["elapsed"].split(":")[1]) for m in matches
     ]
@@ -121,17 +122,17 @@ def test_a_run_line_says_how_far_how_fast_and_how_long_to_go():
     assert run.text(103.5) == "reading its inputs, elapsed 0:04"  # no round yet
     run.update(105.0, 0.0, 1, 0)
     assert run.text(105.5) == (
-        "0 s of 2.0 d simulated (0%), 1 rounds (1 full), elapsed 0:06, ETA unknown"
+        "0 s of 2 d simulated (0%), 1 round (1 full), elapsed 0:06, ETA unknown"
     )
     run.update(110.0, 43200.0, 120, 900)  # half a day in 5 s
     run.update(120.0, 86400.0, 240, 1800)  # and another in 10 s
     # A simulated day in the 15 s since the first round: 1.6 simulated hours and 135.9 rounds
     # a second; a day to go: 15 s. The elapsed time counts the reading too.
     assert run.text(120.0) == (
-        "1.0 d of 2.0 d simulated (50%), 2,040 rounds (240 full), 1.60 simulated h/s, "
+        "1 d of 2 d simulated (50%), 2,040 rounds (240 full), 1.60 simulated h/s, "
         "135.9 rounds/s, elapsed 0:20, ETA 0:15"
     )
-    assert run.short(120.0) == "1.0 d of 2.0 d, 2,040 rounds, 1.60 sim h/s, ETA 0:15"
+    assert run.short(120.0) == "1 d of 2 d, 2,040 rounds, 1.60 sim h/s, ETA 0:15"
     run.update(125.0, 2 * 86400.0, 300, 2000)
     assert run.text(125.0).endswith("writing the results, elapsed 0:25")
 
@@ -158,7 +159,7 @@ def test_the_lines_name_each_running_run_and_its_place():
     display.start("alt/milp")
     display.update("alt/milp", 3600.0, 10, 20)
     (line,) = display.lines()
-    assert line.startswith("progress alt/milp (run 2 of 2): 1.0 h of 1.0 d simulated (4%)")
+    assert line.startswith("progress alt/milp (run 2 of 2): 1 h of 1 d simulated (4%)")
     display.stop_requested()
     assert display.lines()[0].endswith(" [stopping after the current round]")
 
@@ -173,7 +174,7 @@ def test_with_a_terminal_the_progress_is_live_and_notes_each_run_that_ends():
         display.reporter("base/greedy")(43200.0, 5, 50)
         time.sleep(0.3)  # the display refreshes itself ten times a second
         shown = screen.getvalue()
-        assert "base/greedy" in shown and "12.0 h of 1.0 d, 55 rounds" in shown
+        assert "base/greedy" in shown and "12 h of 1 d, 55 rounds" in shown
         assert "waiting" in shown  # base/fifo
         display.finish("base/greedy", "done", {"simulated_days": 1.0})
     assert "done: base/greedy" in screen.getvalue()

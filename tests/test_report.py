@@ -437,7 +437,7 @@ def test_a_partial_run_is_compared_as_far_as_it_went(tmp_path: Path) -> None:
     html = (out / "comparison.html").read_text(encoding="utf-8")
     banner = re.search(r'<p class="partial">(.*?)</p>', html)
     assert banner is not None
-    assert "alt stopped after 1.0 h of 3.0 h simulated (33%)" in banner.group(1)
+    assert "alt stopped after 1 h of 3 h simulated (33%)" in banner.group(1)
     assert "Not run: never" in banner.group(1)
     rows = comparison_table([("base", base), ("alt", alt)])
     assert rows[2][1] == "alt" and rows[2][-1] == "-"
@@ -462,6 +462,6 @@ def test_a_partial_runs_report_shows_where_it_stopped(tmp_path: Path) -> None:
     )
     html = write_report(run, "partial").read_text(encoding="utf-8")
     assert (
-        '<p class="partial">partial: stopped after 2.0 h of 7.0 d simulated (1%), at '
+        '<p class="partial">partial: stopped after 2 h of 7 d simulated (1%), at '
         "2026-11-30T14:00:00Z; the figures cover the time simulated</p>"
     ) in html

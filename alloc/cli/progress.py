@@ -2,7 +2,7 @@
 stays the command's output. With a terminal: a live display (rich), one bar per run. Without
 one (CI, nohup, a log file): one line per running run every `interval_s` of wall time, e.g.
 
-    progress greedy: 10.1 h of 1.0 d simulated (42%), 1,532 rounds (87 full), 0.91 simulated
+    progress greedy: 10 h 6 min of 1 d simulated (42%), 1,532 rounds (87 full), 0.91 simulated
     h/s, 19.0 rounds/s, elapsed 0:28, ETA 0:45
 
 (one line). Rates and the ETA are taken over the last minute of wall time (a simulation's
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+from alloc.readable import count, counted
 from alloc.report.fmt import duration
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class RunState:
     def text(self, now: float) -> str:
         """The run's progress without its label: reached / total, rounds, rates, times."""
         share = self.t_s / self.horizon_s if self.horizon_s > 0 else 1.0
-        rounds = f"{self.rounds + self.passes:,} rounds ({self.rounds:,} full)"
+        rounds = f"{counted(self.rounds + self.passes, 'round')} ({count(self.rounds)} full)"
         elapsed = f"elapsed {clock(now - (self.began or now))}"
         if not self.simulating:
             return f"reading its inputs, {elapsed}"
@@ -119,7 +120,7 @@ class RunState:
         rate = f", {rates[0] / 3600:.2f} sim h/s" if rates is not None else ""
         return (
             f"{duration(self.t_s)} of {duration(self.horizon_s)}, "
-            f"{self.rounds + self.passes:,} rounds{rate}, ETA {self.eta(now)}"
+            f"{counted(self.rounds + self.passes, 'round')}{rate}, ETA {self.eta(now)}"
         )
 
 

@@ -4,7 +4,6 @@ inputs (bad input is an InputError naming the option or file, found before anyth
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -194,6 +193,7 @@ def sim_options(
 def _check_new_ledger(path: Path) -> None:
     """A ledger file is written by one run only: it must not exist yet, or be an empty SQLite
     file (runs mixed in one ledger would be read as one). Nothing is created here."""
+    import sqlite3
 
     check_writable("--ledger", path)
     if not path.parent.is_dir():

@@ -101,7 +101,7 @@ def page(title: str, body: str, credit: str | None) -> str:
 
 
 def stopped_after(m: dict[str, Any]) -> str:
-    """How far a partial run went: "stopped after 3.2 d of 7.0 d simulated (46%)"."""
+    """How far a partial run went: "stopped after 3 d 5 h of 7 d simulated (46%)"."""
     days, reached = m.get("days"), m.get("simulated_days")
     if not isinstance(days, int | float) or not isinstance(reached, int | float):
         return "stopped before its end"
@@ -111,7 +111,7 @@ def stopped_after(m: dict[str, Any]) -> str:
 
 def partial(m: dict[str, Any]) -> str | None:
     """The banner of a run stopped before its end (metrics.json's `partial`): "partial:
-    stopped after 3.2 d of 7.0 d simulated (46%), at 2026-12-03T16:48:00Z; the figures
+    stopped after 3 d 5 h of 7 d simulated (46%), at 2026-12-03T16:48:00Z; the figures
     cover the time simulated"; None for a whole run."""
     if not m.get("partial"):
         return None
