@@ -83,9 +83,9 @@ def _steps(block: str) -> list[Step]:
 
 
 def _pattern(line: str) -> re.Pattern[str]:
-    parts = [re.escape(p) for p in line.strip().split("...")]
-    text = ".*".join(parts)
-    return re.compile(re.sub(r"(\\ )+", r"\\s+", text))
+    """`...` matches anything (the spaces around it included); a run of spaces any run."""
+    parts = [r"\s+".join(map(re.escape, p.split())) for p in line.split("...")]
+    return re.compile(".*".join(parts))
 
 
 def missing(shown: list[str], output: str) -> str | None:

@@ -177,8 +177,10 @@ def _teams(run: Run) -> str:
         ],
         rows,
     ) + (
-        '<p class="muted">delivered / owed counts, hour by hour, at most what was owed; '
-        "owed is the team's share of ready GPUs capped at its demand.</p>"
+        '<p class="muted">delivered / owed is taken over the window: each lookback period '
+        "credits at most what it owed (hour by hour, the stricter figure, is "
+        "<code>delivered_over_owed_hourly</code> in metrics.json); owed is the team's share of "
+        "ready GPUs, capped hour by hour at its demand.</p>"
     )
 
 
