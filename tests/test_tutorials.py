@@ -77,7 +77,7 @@ def test_the_kubernetes_tutorial_runs_as_written(tmp_path: Path):
     from k8s_local import KUBECONFIG, require_kubernetes
 
     require_kubernetes()
-    if KUBECONFIG != Path("/var/lib/k8s-local/kubeconfig"):
+    if Path("/var/lib/k8s-local/kubeconfig") != KUBECONFIG:
         pytest.skip("the tutorial uses the recipe's kubeconfig")
     kubectl = Path("/var/cache/k8s-local/bin/kubectl")
 
