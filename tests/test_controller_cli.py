@@ -68,7 +68,9 @@ def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_p
     # t = 45 min: c waits; nlp's work is protected until 1 h.
     status = alloc("status", "--config", config)
     assert status.exit_code == 0, status.stderr
-    row, last = [line for line in status.stdout.splitlines() if " c " in line]
+    lines = status.stdout.splitlines()
+    (row,) = [line for line in lines if line.split()[:2] == ["-", "c"]]  # rank -: cannot start
+    (last,) = [line for line in lines if line.split()[:1] == ["c"]]  # what was last decided
     assert "vision" in row and "wait (no_room)" in row and "cannot start now" in row
     assert "running: 2 kept" in status.stdout
     # Which kind of round last decided each workload: here, full rounds (no event came).

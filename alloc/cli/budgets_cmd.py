@@ -10,11 +10,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
+from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path
 from alloc.cli.common import guarded, out
+from alloc.cli.tables import print_table
 from alloc.io import InputError
+from alloc.readable import number
+
+# Names and owners may be narrowed on a narrow console.
+NAME = ((1, 10),)
+OWNERS = ((1, 16),)
 
 budgets_app = typer.Typer(
     rich_markup_mode=None, no_args_is_help=True, help="Show and change budget shares."
@@ -44,23 +49,38 @@ def show(config: ConfigOpt) -> None:
         now = float(rounds[0]["at_s"]) if rounds else time.time()  # type: ignore[arg-type]
         own = store.window_gpu_hours(now, settings.policy.lookback_s)
         store.close()
-        table = Table(title=f"budgets of {settings.name}", title_justify="left")
-        for head in ("node", "share", "effective", "owners (with inherited)", "usage GPU-h"):
-            table.add_column(head, justify="left" if head.startswith(("node", "own")) else "right")
+        rows = []
         for path in tree.paths():
             depth = path.count("/") + 1 if path else 0
             name = tree.node(path).name if path else tree.root.name
             usage = sum(
                 h for p, h in own.items() if p == path or p.startswith(f"{path}/") or not path
             )
-            table.add_row(
-                escape("  " * depth + name),
-                f"{tree.node(path).share:.1%}",
-                f"{tree.effective_allocation(path):.2%}",
-                escape(", ".join(sorted(owners_of(tree, path))) or "-"),
-                f"{usage:,.1f}",
+            rows.append(
+                [
+                    "  " * depth + name,
+                    f"{tree.node(path).share:.1%}",
+                    f"{tree.effective_allocation(path):.2%}",
+                    ", ".join(sorted(owners_of(tree, path))) or "-",
+                    number(usage, 1),
+                ]
             )
-        out.print(table)
+        print_table(
+            out,
+            [
+                Column("node", shorten=shorten_middle, stages=NAME),
+                Column("share", right=True),
+                Column("of all", right=True),
+                Column("owners", shorten=shorten_end, stages=OWNERS),
+                Column("GPU-h", right=True),
+            ],
+            rows,
+            title=f"budgets of {settings.name}",
+            legend=[
+                "share: of the parent; of all: of the cluster; GPU-h: charged over the window",
+                "owners: with those inherited from above",
+            ],
+        )
 
     guarded(act)
 
@@ -121,19 +141,31 @@ def history(config: ConfigOpt) -> None:
         _, store, _ = _open(config)
         rows = store.budget_history()
         store.close()
-        table = Table(title="budget changes", title_justify="left")
-        for head in ("when (UTC)", "who", "run by", "node", "old", "new"):
-            table.add_column(head)
+        lines = []
         for r in rows:
             when = datetime.fromtimestamp(float(r["at_s"]), UTC)  # type: ignore[arg-type]
-            table.add_row(
-                f"{when:%Y-%m-%d %H:%M:%S}",
-                escape(str(r["who"])),
-                escape(str(r["os_user"])),
-                escape(str(r["path"])),
-                f"{float(r['old']):.1%}",  # type: ignore[arg-type]
-                f"{float(r['new']):.1%}",
-            )  # type: ignore[arg-type]
-        out.print(table)
+            lines.append(
+                [
+                    f"{when:%Y-%m-%d %H:%M:%S}",
+                    str(r["who"]),
+                    str(r["os_user"]),
+                    str(r["path"]),
+                    f"{float(r['old']):.1%}",  # type: ignore[arg-type]
+                    f"{float(r['new']):.1%}",  # type: ignore[arg-type]
+                ]
+            )
+        print_table(
+            out,
+            [
+                Column("when (UTC)"),
+                Column("who", shorten=shorten_middle, stages=NAME),
+                Column("run by", shorten=shorten_middle, stages=NAME),
+                Column("node", shorten=shorten_path, stages=NAME),
+                Column("old", right=True),
+                Column("new", right=True),
+            ],
+            lines,
+            title="budget changes",
+        )
 
     guarded(act)

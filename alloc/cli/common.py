@@ -22,6 +22,7 @@ from alloc.io.files import write_atomically
 __all__ = [
     "EXIT_INTERRUPTED",
     "check_writable",
+    "console",
     "err",
     "guarded",
     "out",
@@ -29,9 +30,17 @@ __all__ = [
     "write_atomically",
 ]
 
-# Wide enough for the budget table when the output is a file or a pipe.
-out = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+
+def console(stderr: bool = False) -> Console:
+    """A console for people. In a terminal, prose wraps at its width. Otherwise (a pipe, a log
+    file) no line is ever broken (`soft_wrap`: a log line is one line), and tables
+    (`alloc.cli.tables`) fit the width COLUMNS gives, else a terminal's, else 80."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, soft_wrap=not stream.isatty())
+
+
+out = console()
+err = console(stderr=True)
 T = TypeVar("T")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 

@@ -10,13 +10,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
+from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path
 from alloc.cli.common import guarded, out
+from alloc.cli.tables import print_table
 from alloc.readable import count
 
 if TYPE_CHECKING:
     from alloc.domain import Snapshot, WorkloadId
+
+
+# How far the text columns of `alloc status` may be narrowed (as in `alloc queue`): names and
+# paths first, then the ratios along the path, the decision last.
+NAME = ((1, 12), (3, 8))
+PATH = ((1, 10), (3, 6))
+RATIOS = ((2, 12),)
+DECISION = ((4, 16),)
 
 
 def live(config: Path) -> Snapshot:
@@ -58,8 +67,6 @@ def status(
 ) -> None:
     """The queue in the round's order, with what this round would do with each workload and
     the fair-share ratios along its budget path: why work waits (read-only)."""
-    from rich.table import Table
-
     from alloc.controller.history import recorded_at
     from alloc.io.controller_config import load_controller_config
     from alloc.round import RoundOptions, solve_round
@@ -69,51 +76,57 @@ def status(
         snapshot, notes, last = _live(config)
         result = solve_round(snapshot, RoundOptions(solver=solver))
         counts = running_counts(result.plan, result.context)
-        table = Table(
+        print_table(
+            out,
+            [
+                Column("#", right=True),
+                Column("workload", shorten=shorten_middle, stages=NAME),
+                Column("budget", shorten=shorten_path, stages=PATH),
+                Column("GPUs", right=True),
+                Column("prio", right=True),
+                Column("waiting", right=True),
+                Column("this round", shorten=shorten_end, stages=DECISION),
+                Column("standing"),
+                Column("ratios", shorten=shorten_end, stages=RATIOS),
+            ],
+            [
+                [
+                    count(r.rank) if r.rank else "-",
+                    r.workload,
+                    r.budget,
+                    count(r.gpus),
+                    str(r.priority),
+                    waited(r.waiting_s),
+                    r.decision,
+                    r.standing,
+                    r.path,
+                ]
+                for r in queue_rows(result.context, result.plan)
+            ],
             title=f"{snapshot.cluster.name} at {snapshot.now:%Y-%m-%d %H:%M:%S %Z}: queue in "
             "the round's order (lower fair-share ratio first, level by level)",
-            title_justify="left",
+            legend=["ratios: the fair-share ratios along its budget path, from the top down"],
         )
-        for head in (
-            "#",
-            "workload",
-            "budget",
-            "GPUs",
-            "prio",
-            "waiting",
-            "this round",
-            "standing",
-            "ratios along its path",
-        ):
-            table.add_column(head, justify="right" if head in ("#", "GPUs", "prio") else "left")
-        for r in queue_rows(result.context, result.plan):
-            table.add_row(
-                count(r.rank) if r.rank else "-",
-                escape(r.workload),
-                escape(r.budget),
-                count(r.gpus),
-                str(r.priority),
-                waited(r.waiting_s),
-                r.decision,
-                r.standing,
-                escape(r.path),
-            )
-        out.print(table)
         if last:
-            decided = Table(
+            now_s = snapshot.now.timestamp()
+            decided = [
+                [w.id, *last_decided(last[w.id], now_s)]
+                for w in sorted(snapshot.workloads, key=lambda w: (not w.running, w.id))
+                if w.id in last
+            ]
+            out.print()
+            print_table(
+                out,
+                [
+                    Column("workload", shorten=shorten_middle, stages=NAME),
+                    Column("round"),
+                    Column("when", right=True),
+                    Column("decision", shorten=shorten_end, stages=DECISION),
+                ],
+                decided,
                 title="what the controller last decided (a full round decides every workload, "
                 "an event pass what it changes)",
-                title_justify="left",
             )
-            for head in ("workload", "round", "when", "decision"):
-                decided.add_column(head)
-            now_s = snapshot.now.timestamp()
-            for w in sorted(snapshot.workloads, key=lambda w: (not w.running, w.id)):
-                row = last.get(w.id)
-                if row is not None:
-                    kind, when, what = last_decided(row, now_s)
-                    decided.add_row(escape(w.id), kind, when, what)
-            out.print(decided)
         running = ", ".join(f"{count(n)} {k}" for k, n in sorted(counts.items())) or "none"
         kinds = Counter(
             str(last[w.id]["kind"]) for w in snapshot.workloads if w.running and w.id in last

@@ -9,8 +9,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
+from alloc.cli.columns import Column, shorten_middle, shorten_middle_keep_tail
+from alloc.cli.tables import print_table
 from alloc.domain import Plan
 from alloc.io.durations import format_time
 from alloc.readable import count, counted, duration, hours, number
@@ -24,70 +26,93 @@ def ratio_text(r: float) -> str:
     return "inf" if math.isinf(r) else f"{r:.2f}"
 
 
+# Budget names and paths: cut in the middle, not below 8 characters.
+NAME = ((1, 8),)
+BUDGETS_LEGEND = (
+    "share: of the parent; of all: of the cluster; owed: capped at its demand",
+    "held, unalloc: allocated and unallocated GPUs its work holds after the round",
+    "waiting: workloads left waiting; ratio: fair-share ratio over the window",
+)
+
+
 def render_solve(console: Console, source: str, plan: Plan, summary: Summary, depth: int) -> None:
     r = plan.report
     m = plan.metrics
     gap = "-" if r.gap is None else f"{r.gap:.3%}"
     bound = "-" if r.bound is None else f"{r.bound:,.2f}"
+    round_s = m.get("round_seconds", 0.0)
+    console.print(Text(f"{source} at {format_time(plan.now)} (round: {round_s:.3f} s)"))
     console.print(
-        f"[bold]{escape(source)}[/] at {format_time(plan.now)}: solver [bold]{r.solver}[/] "
-        f"status [bold]{r.status}[/], objective {r.objective:,.2f}, bound {bound}, gap {gap}, "
-        f"solver {r.solve_seconds:.3f} s, round {m.get('round_seconds', 0.0):.3f} s"
+        f"solver [bold]{r.solver}[/]: [bold]{r.status}[/] in {r.solve_seconds:.3f} s, "
+        f"objective {r.objective:,.2f}, bound {bound}, gap {gap}",
+        highlight=False,
     )
     if r.note:
         style = "yellow" if r.status == "fallback" else "dim"
-        console.print(f"[{style}]note: {escape(r.note)}[/]")
+        console.print(Text(f"note: {r.note}", style=style))
 
-    actions = Table(title="Decisions", title_justify="left")
-    for col in ("action", "reason", "workloads", "GPUs"):
-        actions.add_column(col, justify="right" if col in ("workloads", "GPUs") else "left")
-    for (action, reason), (n, gpus) in summary.by_action.items():
-        actions.add_row(action.value, reason.value, count(n), count(gpus))
-    console.print(actions)
-
-    nodes = Table(title="Budgets (GPUs)", title_justify="left")
-    for col in (
-        "node",
-        "share",
-        "of cluster",
-        "owed (capped at demand)",
-        "entitled",
-        "assigned",
-        "unalloc.",
-        "demand",
-        "waiting",
-        "fair-share ratio",
-    ):
-        nodes.add_column(col, justify="left" if col == "node" else "right")
-    for row in summary.nodes:
-        if row.depth == 0 or row.depth > depth:
-            continue
-        name = "  " * (row.depth - 1) + escape(row.path.rsplit("/", 1)[-1])
-        nodes.add_row(
-            name,
-            f"{row.share:.1%}",
-            f"{row.effective:.1%}",
-            number(row.owed_gpus, 0),
-            count(row.entitled_gpus),
-            count(row.assigned_gpus),
-            count(row.unallocated_gpus),
-            count(row.demand_gpus),
-            count(row.waiting),
-            ratio_text(row.ratio),
-        )
-    console.print(nodes)
-
-    ready = int(m.get("ready_gpus", 0))
-    occ = Table(title="Occupancy of ready GPUs after the round", title_justify="left")
-    for col in ("ready GPUs", "allocated", "unallocated", "idle"):
-        occ.add_column(col, justify="right")
-    occ.add_row(
-        count(ready),
-        f"{m.get('allocated_occupancy', 0):.1%}",
-        f"{m.get('unallocated_occupancy', 0):.1%}",
-        f"{1 - m.get('occupancy', 0):.1%}",
+    console.print()
+    print_table(
+        console,
+        [
+            Column("action"),
+            Column("reason"),
+            Column("workloads", right=True),
+            Column("GPUs", right=True),
+        ],
+        [
+            [action.value, reason.value, count(n), count(gpus)]
+            for (action, reason), (n, gpus) in summary.by_action.items()
+        ],
+        title="Decisions",
     )
-    console.print(occ)
+
+    console.print()
+    heads = ("share", "of all", "owed", "entitled", "held", "unalloc", "demand", "waiting", "ratio")
+    print_table(
+        console,
+        [
+            Column("node", shorten=shorten_middle, stages=NAME),
+            *(Column(h, right=True) for h in heads),
+        ],
+        [
+            [
+                "  " * (row.depth - 1) + row.path.rsplit("/", 1)[-1],
+                f"{row.share:.1%}",
+                f"{row.effective:.1%}",
+                number(row.owed_gpus, 0),
+                count(row.entitled_gpus),
+                count(row.assigned_gpus),
+                count(row.unallocated_gpus),
+                count(row.demand_gpus),
+                count(row.waiting),
+                ratio_text(row.ratio),
+            ]
+            for row in summary.nodes
+            if 0 < row.depth <= depth
+        ],
+        title="Budgets (GPUs)",
+        legend=BUDGETS_LEGEND,
+    )
+
+    console.print()
+    print_table(
+        console,
+        [Column(h, right=True) for h in ("ready GPUs", "allocated", "unallocated", "idle")],
+        [
+            [
+                count(int(m.get("ready_gpus", 0))),
+                f"{m.get('allocated_occupancy', 0):.1%}",
+                f"{m.get('unallocated_occupancy', 0):.1%}",
+                f"{1 - m.get('occupancy', 0):.1%}",
+            ]
+        ],
+        title="Occupancy of ready GPUs after the round",
+    )
+
+
+# A value (a worst team's budget path and its ratio) is cut in the middle on a narrow console.
+VALUE = ((1, 16),)
 
 
 def _pct(x: float | None) -> str:
@@ -100,14 +125,11 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     banner = partial(m)
     if banner:
         console.print(f"[bold red]{escape(banner)}[/]", highlight=False, soft_wrap=True)
-    table = Table(
-        title=(f"{escape(str(m.get('label')))}: " if m.get("label") != m["policy"] else "")
+    title = (
+        (f"{m.get('label')}: " if m.get("label") != m["policy"] else "")
         + f"{m['policy']}, {m['days']:g} day{'' if m['days'] == 1 else 's'}"
-        + (" (partial)" if banner else ""),
-        title_justify="left",
+        + (" (partial)" if banner else "")
     )
-    table.add_column("metric")
-    table.add_column("value", justify="right")
     rows = [
         ("availability (ready / installed GPU time)", _pct(m["availability"])),
         ("occupancy (held / ready GPU time)", _pct(m["occupancy"])),
@@ -120,12 +142,12 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         ("impact: delivered / owed over the window", _pct(m["delivered_over_owed"])),
         (
             "  worst team",
-            f"{escape(str(worst.get('budget', '-')))} {_pct(worst.get('delivered_over_owed'))}",
+            f"{worst.get('budget', '-')} {_pct(worst.get('delivered_over_owed'))}",
         ),
         ("  hour by hour, overall", _pct(m.get("delivered_over_owed_hourly"))),
         (
             "  worst team hour by hour",
-            f"{escape(str(worst_hourly.get('budget', '-')))} "
+            f"{worst_hourly.get('budget', '-')} "
             f"{_pct(worst_hourly.get('delivered_over_owed_hourly'))}",
         ),
         (
@@ -135,14 +157,15 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     ]
     for cls, w in m["wait_s"].items():
         if w["count"]:
-            never = w.get("never_started", 0)
             rows.append(
                 (
                     f"wait {cls} (p50 / p90 / max)",
-                    f"{duration(w['p50'])} / {duration(w['p90'])} / {duration(w['max'])}"
-                    + (f" ({count(never)} never started)" if never else ""),
+                    f"{duration(w['p50'])} / {duration(w['p90'])} / {duration(w['max'])}",
                 )
             )
+            never = w.get("never_started", 0)
+            if never:
+                rows.append(("  never started", count(never)))
     rows += [
         (
             "preemptions (GPU-hours lost)",
@@ -156,16 +179,18 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         ),
         ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
         ("invariant violations", count(m["invariant_violations"])),
+        ("full rounds (skipped as quiet)", f"{count(m['rounds'])} ({count(m['skipped_rounds'])})"),
         (
-            "full rounds, event passes (skipped as quiet)",
-            f"{count(m['rounds'])} ({count(m['skipped_rounds'])}), "
+            "event passes (skipped as quiet)",
             f"{count(m.get('event_passes', 0))} ({count(m.get('skipped_passes', 0))})",
         ),
         ("wall seconds", f"{m['wall_seconds']:.1f}"),
     ]
-    for k, v in rows:
-        table.add_row(k, v)
-    console.print(table)
+    columns = [
+        Column("metric"),
+        Column("value", right=True, shorten=shorten_middle_keep_tail, stages=VALUE),
+    ]
+    print_table(console, columns, [list(r) for r in rows], title=title)
     never_fit = (m.get("jobs") or {}).get("never_fit", 0)
     if never_fit:
         one = never_fit == 1

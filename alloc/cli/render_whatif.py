@@ -9,87 +9,37 @@ with an ellipsis; numbers are never cut."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
+from alloc.cli import tables
+from alloc.cli.columns import Column, shorten_middle_keep_tail
 from alloc.report.compare import Comparison
 from alloc.report.fmt import duration, pct, signed, stopped_after
 
-GAP = 2  # spaces between columns
-NARROWEST = 8  # a text column is not narrowed below this
 
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    header: str
-    right: bool = True  # numbers align right
-    shrinks: bool = False  # text that may be shortened to fit
-
-
-def shorten(text: str, width: int) -> str:
-    """`text` in at most `width` characters: cut in the middle, marked by an ellipsis (a
-    budget path keeps its first and its last part: its program and its team)."""
-    if len(text) <= width:
-        return text
-    if width <= 1:
-        return "…"[:width]
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
-
-
-def fit(columns: list[Column], rows: list[list[str]], width: int) -> list[int]:
-    """Column widths: each column's widest cell (or header), the text columns narrowed one
-    character at a time, widest first, until the row fits `width` or none can narrow more."""
-    widths = [max([len(c.header), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
-    total = sum(widths) + GAP * (len(widths) - 1)
-    while total > width:
-        narrowable = [i for i, c in enumerate(columns) if c.shrinks and widths[i] > NARROWEST]
-        if not narrowable:
-            break
-        widest = max(narrowable, key=lambda i: widths[i])
-        widths[widest] -= 1
-        total -= 1
-    return widths
-
-
-def lines(columns: list[Column], rows: list[list[str]], widths: list[int]) -> list[str]:
-    """The header, a rule and the rows, each one line of the given column widths (a row of
-    one cell is a group heading: it may use the whole line)."""
-    full = sum(widths) + GAP * (len(widths) - 1)
-
-    def line(cells: list[str]) -> str:
-        if len(cells) == 1:
-            return shorten(cells[0], full)
-        parts = []
-        for cell, column, w in zip(cells, columns, widths, strict=True):
-            cell = shorten(cell, w)
-            parts.append(cell.rjust(w) if column.right else cell.ljust(w))
-        return (" " * GAP).join(parts).rstrip()
-
-    rule = (" " * GAP).join("─" * w for w in widths)
-    return [line([c.header for c in columns]), rule, *(line(r) for r in rows)]
+def text_column(head: str) -> Column:
+    """Run labels and budget paths: cut in the middle, not below 8 characters."""
+    return Column(head, shorten=shorten_middle_keep_tail, stages=((1, 8),))
 
 
 def print_table(console: Console, columns: list[Column], rows: list[list[str]]) -> None:
-    """The table in the console's width: the header and group headings bold, the rule dim."""
-    widths = fit(columns, [r for r in rows if len(r) > 1], console.width)
-    styles = ["bold", "dim", *("bold" if len(r) == 1 else "" for r in rows)]
-    for text, style in zip(lines(columns, rows, widths), styles, strict=True):
-        console.print(Text(text, style=style), soft_wrap=True)
+    """The table in the console's width, two spaces between columns however narrow, with a
+    rule under the header and each team's name heading its rows (`alloc.cli.tables`)."""
+    tables.print_table(console, columns, rows, rule=True, tight=2)
 
 
 def overall_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     columns = [
-        Column("run", right=False, shrinks=True),
-        Column("d/o"),
-        Column("worst team", right=False, shrinks=True),
-        Column("its d/o"),
-        Column("wait p50"),
-        Column("wait p90"),
-        Column("preempt."),
+        text_column("run"),
+        Column("d/o", right=True),
+        text_column("worst team"),
+        Column("its d/o", right=True),
+        Column("wait p50", right=True),
+        Column("wait p90", right=True),
+        Column("preempt.", right=True),
     ]
     rows = []
     for i, label in enumerate(c.labels):
@@ -115,13 +65,13 @@ def team_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     owed, delivered / owed, its change against the run's baseline (percentage points; blank
     for a baseline, "-" when there is none to take), waits p50 / p90, preemptions."""
     columns = [
-        Column("team / run", right=False, shrinks=True),
-        Column("delivered"),
-        Column("owed"),
-        Column("d/o"),
-        Column("Δ d/o"),
-        Column("wait p50 / p90"),
-        Column("preempt."),
+        text_column("team / run"),
+        Column("delivered", right=True),
+        Column("owed", right=True),
+        Column("d/o", right=True),
+        Column("Δ d/o", right=True),
+        Column("wait p50 / p90", right=True),
+        Column("preempt.", right=True),
     ]
     rows: list[list[str]] = []
     for team in c.teams:

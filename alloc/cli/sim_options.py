@@ -3,8 +3,6 @@ inputs (bad input is an InputError naming the option or file, found before anyth
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from alloc.cli.common import check_writable
+from alloc.cli.common import check_writable, console
 from alloc.io.durations import parse_duration
 from alloc.io.errors import InputError, read_input
 
@@ -21,10 +19,8 @@ if TYPE_CHECKING:  # the simulator and the solvers load when a command runs, not
 
 
 def stdout_console() -> Console:
-    """The console of a command's tables: the terminal's width, else the width COLUMNS
-    gives, else 120 (wide enough for the summary when the output is a file or a pipe)."""
-    wide = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
-    return Console(width=None if wide else 120)
+    """The console of a command's tables, made when the command runs (`common.console`)."""
+    return console()
 
 
 LabArg = Annotated[

@@ -1,0 +1,169 @@
+"""Columns of plain text fitted to a width: the one helper behind every table alloc prints
+(`alloc queue`, `alloc whatif`, and the tables of `alloc.cli.tables`).
+
+A row is one line whatever the width. Columns are as wide as their widest cell (or header),
+two spaces apart. When that is wider than the width, the columns that may be shortened are
+narrowed one character at a time, widest first, stage by stage (`Column.stages`: how far
+each may go at each stage), their longer cells shortened with an ellipsis (`shorten_end`,
+`shorten_middle`, `shorten_path`); numbers are never cut. A row of one cell is a group
+heading and may use the whole line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "ELLIPSIS",
+    "Column",
+    "Layout",
+    "fit",
+    "format_row",
+    "lines",
+    "shorten_end",
+    "shorten_middle",
+    "shorten_path",
+    "shorten_middle_keep_tail",
+]
+
+ELLIPSIS = "…"
+GAP = 2  # spaces between columns when the row fits so
+
+
+def shorten_end(text: str, width: int) -> str:
+    """A reason or a type keeps its start: `unallocated_dis…`."""
+    if len(text) <= width:
+        return text
+    return ELLIPSIS[:width] if width <= 1 else text[: width - 1] + ELLIPSIS
+
+
+def _middle(text: str, width: int, head: int) -> str:
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head) :]
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """An id keeps its head and its tail, the head the longer (`olmo-7b-…-run-3`): both tell
+    runs apart."""
+    return _middle(text, width, (width - 1) - (width - 1) // 2)
+
+
+def shorten_middle_keep_tail(text: str, width: int) -> str:
+    """A label or a budget path cut in the middle, the tail the longer (`computati…rge-models`):
+    its first and its last part are its program and its team (or its policy)."""
+    return _middle(text, width, (width - 1) // 2)
+
+
+def shorten_path(text: str, width: int) -> str:
+    """A budget path keeps its leaf: the nodes above it are cut to their first letter from the
+    top down (`v…/c…/alice`), then what is left loses its start (`…/alice`)."""
+    parts = text.split("/")
+    for i in range(len(parts) - 1):
+        if len("/".join(parts)) <= width:
+            break
+        if len(parts[i]) > 2:
+            parts[i] = parts[i][0] + ELLIPSIS
+    short = "/".join(parts)
+    return short if len(short) <= width else ELLIPSIS + short[len(short) - max(0, width - 1) :]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    head: str
+    right: bool = False  # numbers align right
+    shorten: Callable[[str, int], str] | None = None  # None: never shortened
+    # How far it may be narrowed at each stage of `fit`, as (stage, width) pairs.
+    stages: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    widths: list[int]
+    sep: str
+
+    @property
+    def full(self) -> int:
+        return sum(self.widths) + len(self.sep) * (len(self.widths) - 1)
+
+
+def _cells(columns: Sequence[Column], rows: Sequence[Sequence[str]], i: int) -> list[str]:
+    return [columns[i].head, *(r[i] for r in rows if len(r) == len(columns))]
+
+
+def fit(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    width: int | None,
+    tight: int = 1,
+) -> Layout:
+    """Column widths and the separator: two spaces when everything fits so, else `tight`
+    spaces and the shortenable columns narrowed, widest first, stage by stage (a line longer
+    than `width` only when even the last stage is not enough). `width` None: no limit. Rows
+    of one cell (headings) take no part."""
+    natural = [max(len(c) for c in _cells(columns, rows, i)) for i in range(len(columns))]
+    widths = list(natural)
+    if width is None or sum(widths) + GAP * (len(columns) - 1) <= width:
+        return Layout(widths, " " * GAP)
+    over = sum(widths) + tight * (len(columns) - 1) - width
+    for stage in sorted({s for c in columns for s, _ in c.stages}):
+        least = {i: w for i, c in enumerate(columns) for s, w in c.stages if s == stage}
+        while over > 0:
+            room = [i for i, w in least.items() if widths[i] > w]
+            if not room:
+                break
+            widest = max(room, key=lambda i: (widths[i], -i))
+            widths[widest] -= 1
+            over -= 1
+    _give_back(columns, rows, natural, widths)
+    return Layout(widths, " " * tight)
+
+
+def _give_back(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    natural: list[int],
+    widths: list[int],
+) -> None:
+    """A shortened column whose cells came out narrower than its width (a path cut at its
+    slashes) gives the rest to the other shortened columns, those shortened last first."""
+    cut = [i for i, c in enumerate(columns) if c.shorten is not None and widths[i] < natural[i]]
+    spare = 0
+    for i in cut:
+        shorten = columns[i].shorten
+        assert shorten is not None
+        used = max(len(shorten(t, widths[i])) for t in _cells(columns, rows, i))
+        spare += widths[i] - used
+        widths[i] = used
+    for i in sorted(cut, key=lambda i: -max((s for s, _ in columns[i].stages), default=0)):
+        more = min(spare, natural[i] - widths[i])
+        widths[i] += more
+        spare -= more
+
+
+def format_row(columns: Sequence[Column], layout: Layout, cells: Sequence[str]) -> str:
+    """One line: each cell shortened to its column's width (if it may be) and aligned; a row
+    of one cell, a heading, shortened to the whole line."""
+    if len(cells) == 1 and len(columns) > 1:
+        return (columns[0].shorten or shorten_end)(cells[0], layout.full)
+    parts = []
+    for c, w, text in zip(columns, layout.widths, cells, strict=True):
+        if c.shorten is not None:
+            text = c.shorten(text, w)
+        parts.append(text.rjust(w) if c.right else text.ljust(w))
+    return layout.sep.join(parts).rstrip()
+
+
+def lines(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    width: int | None,
+    tight: int = 1,
+) -> list[str]:
+    """The header and one line per row, fitted to `width` (`fit`)."""
+    layout = fit(columns, rows, width, tight)
+    return [format_row(columns, layout, [c.head for c in columns])] + [
+        format_row(columns, layout, r) for r in rows
+    ]

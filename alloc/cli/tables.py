@@ -1,0 +1,47 @@
+"""The one way alloc's commands print a table to a console (`alloc solve`, `simulate`,
+`whatif`, `status`, `budgets`), in the manner of kubectl and squeue: the title as a plain
+line, a header row, columns two spaces apart, no borders, then a legend for the short
+headers. Each row is one line in the console's width (`alloc.cli.columns` narrows the text
+columns that may be shortened; numbers are never cut), so a table reads the same in an
+80-column terminal, a pipe and a log file. Cells are plain text (no markup); every number
+in them is written by `alloc.readable`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from alloc.cli.columns import Column, fit, format_row
+
+__all__ = ["print_table"]
+
+
+def print_table(
+    console: Console,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    *,
+    title: str | None = None,
+    legend: Sequence[str] = (),
+    rule: bool = False,
+    tight: int = 1,
+) -> None:
+    """`title` (bold), the header (bold; with `rule` a dim rule under it), one line per row (a
+    row of one cell is a group heading, bold), then each line of `legend` as prose. `tight`:
+    the spaces between columns when the table is narrowed to the console's width."""
+    layout = fit(columns, rows, console.width, tight)
+    if title is not None:
+        console.print(Text(title, style="bold"))
+    console.print(
+        Text(format_row(columns, layout, [c.head for c in columns]), style="bold"), soft_wrap=True
+    )
+    if rule:
+        line = layout.sep.join("─" * w for w in layout.widths)
+        console.print(Text(line, style="dim"), soft_wrap=True)
+    for row in rows:
+        style = "bold" if len(row) == 1 and len(columns) > 1 else ""
+        console.print(Text(format_row(columns, layout, row), style=style), soft_wrap=True)
+    for line in legend:
+        console.print(line, markup=False, highlight=False)

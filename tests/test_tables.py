@@ -1,0 +1,176 @@
+"""Readable in an 80-column terminal and in a log file (issue 17): every table of the command
+line is a header row and columns two spaces apart (no borders), its short headers explained by
+a legend; the solve Budgets table and the simulate summary fit 80 columns; and without a
+terminal no prose line is broken (a log line is one line)."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from alloc.cli.app import app
+from alloc.cli.columns import Column, fit, format_row, lines, shorten_middle, shorten_path
+from alloc.cli.tables import print_table
+
+ROOT = Path(__file__).resolve().parents[1]
+BOX = set("┏┓┗┛┃━┡┩│└┘┌┐─┬┴┼╇╈╋")
+
+
+def alloc_piped(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`alloc ...` with its output in a pipe, as in `alloc ... > log` (no terminal at all)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    command = [sys.executable, "-m", "alloc.cli.app", *(str(a) for a in args)]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def section(text: str, title: str) -> list[str]:
+    """The lines of the table titled `title`: from its title to the next blank line."""
+    lines_ = text.splitlines()
+    start = lines_.index(title)
+    end = next((i for i in range(start, len(lines_)) if not lines_[i].strip()), len(lines_))
+    return lines_[start:end]
+
+
+BUDGET_HEADS = ["node", "share", "of", "all", "owed", "entitled", "held", "unalloc", "demand"]
+BUDGET_HEADS += ["waiting", "ratio"]
+
+
+def test_the_budgets_table_at_depth_2_of_the_1024_gpu_lab_fits_80_columns():
+    lab = ROOT / "instances" / "lab-1024.yaml"
+    result = CliRunner().invoke(app, ["solve", str(lab), "--depth", "2"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    assert not BOX & set(result.stdout)
+    budgets = section(result.stdout, "Budgets (GPUs)")
+    assert budgets[1].split() == BUDGET_HEADS  # one header line
+    assert all(len(line) <= 80 for line in budgets), budgets
+    rows = {line.split()[0]: line.split()[1:] for line in budgets[2:] if "%" in line}
+    assert rows["vision"] == ["35.7%", "35.7%", "366", "410", "441", "0", "1,009", "29", "0.89"]
+    vision = next(i for i, line in enumerate(budgets) if line.startswith("vision "))
+    assert budgets[vision + 1].startswith("  team1 ")  # its teams under it, indented
+    legend = budgets[-3:]
+    assert legend[0].startswith("share: of the parent; of all: of the cluster; owed: ")
+    assert "unalloc" in legend[1] and "ratio: fair-share ratio" in legend[2]
+
+
+def test_solve_piped_keeps_each_line_whole_and_its_tables_in_80_columns():
+    done = alloc_piped("solve", "instances/examples/reservation.yaml")
+    out = done.stdout.splitlines()
+    assert out[0].startswith("instances/examples/reservation.yaml at 2026-11-30T12:00:00Z")
+    assert out[0].endswith(" s)") and out[1].startswith("solver milp: optimal in ")
+    assert out[1].endswith("gap 0.000%")  # the solver line whole, not broken at a width
+    assert not BOX & set(done.stdout)
+    assert all(len(line) <= 80 for line in out), out
+    assert section(done.stdout, "Decisions")[1:3] == [
+        "action  reason            workloads  GPUs",
+        "keep    protected                 6    40",
+    ]
+    assert section(done.stdout, "Occupancy of ready GPUs after the round")[1:] == [
+        "ready GPUs  allocated  unallocated   idle",
+        "        64      75.0%        12.5%  12.5%",
+    ]
+
+
+def test_explain_piped_writes_a_sentence_on_one_line():
+    done = alloc_piped("explain", "instances/examples/reservation.yaml", "a-gang")
+    (line,) = [line for line in done.stdout.splitlines() if "lower goes first" in line]
+    assert line.endswith("lower goes first, level by level")
+    assert any(len(line) > 120 for line in done.stdout.splitlines())  # never broken
+
+
+LONG = "computational-linguistics/pretraining-of-very-large-models"
+
+
+@pytest.fixture
+def long_named_lab(tmp_path: Path) -> tuple[Path, Path]:
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(
+        "now: 2026-11-30T12:00:00Z\ncluster:\n  name: t\n  hosts:\n"
+        "    - {name: h1, gpus: 8, gpu_type: h100, block: b1, rack: r1}\n"
+        "budgets:\n  name: root\n  children:\n"
+        f"    - {{name: {LONG.split('/')[0]}, share: 50%, children: "
+        f"[{{name: {LONG.split('/')[1]}, share: 100%}}]}}\n"
+        "    - {name: b, share: 50%}\n",
+        encoding="utf-8",
+    )
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology\n"
+        f"j1,b,8,0,7200,1h,true,0,\nj2,{LONG},8,600,1800,30m,true,0,\n",
+        encoding="utf-8",
+    )
+    return lab, trace
+
+
+def worst_of(line: str) -> str:
+    """The third word when it is the worst team's (shortened) path, not `hour`."""
+    words = line.split()
+    return words[2] if len(words) > 2 and words[2].startswith("comp") else "-"
+
+
+def test_the_simulate_summary_fits_80_columns_in_a_terminal_and_a_pipe(tmp_path, long_named_lab):
+    lab, trace = long_named_lab
+    args = ["simulate", str(lab), "--trace", str(trace), "--policy", "greedy", "--days", "0.1"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a")], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    piped = alloc_piped(*args, "--out", tmp_path / "b")
+    for text in (result.stdout, piped.stdout):
+        out = text.splitlines()
+        assert out[0] == "greedy, 0.1 days"
+        assert out[1].split() == ["metric", "value"]
+        assert out[-1].startswith("outputs in ")  # prose, whole however long its path
+        assert all(len(line) <= 80 for line in out[:-1]), out
+        assert not BOX & set(text)
+        (worst,) = [line for line in out if line.split()[:3] == ["worst", "team", worst_of(line)]]
+        assert LONG not in worst and "…" in worst  # the path shortened in the middle...
+        assert re.fullmatch(r"\d+\.\d\d%", worst.split()[-1])  # ... and its ratio whole
+
+
+# -- the table printer and the column helper ------------------------------------------------
+
+
+def test_a_table_is_its_title_a_header_rows_and_a_legend_without_borders():
+    screen = io.StringIO()
+    console = Console(file=screen, width=80, color_system=None)
+    columns = [Column("node", shorten=shorten_path, stages=((1, 6),)), Column("GPUs", right=True)]
+    print_table(console, columns, [["nlp/olmo", "8"], ["vision", "1,024"]], title="T", legend=["x"])
+    assert screen.getvalue().splitlines() == [
+        "T",
+        "node       GPUs",
+        "nlp/olmo      8",
+        "vision    1,024",
+        "x",
+    ]
+
+
+def test_a_narrow_console_shortens_text_columns_never_numbers():
+    columns = [Column("id", shorten=shorten_middle, stages=((1, 8),)), Column("GPUs", right=True)]
+    rows = [["olmo-7b-pretraining-run-3", "1,024"]]
+    assert lines(columns, rows, 20) == ["id" + " " * 14 + "GPUs", "olmo-7b…-run-3 1,024"]
+    assert all(len(line) <= 20 for line in lines(columns, rows, 20))
+
+
+def test_a_column_narrowed_below_its_header_keeps_the_line_within_the_width():
+    columns = [Column("a long header", shorten=shorten_middle, stages=((1, 4),)), Column("n")]
+    layout = fit(columns, [["abcdefghijklmnop", "1"]], 8)
+    assert layout.full <= 8
+    assert len(format_row(columns, layout, ["abcdefghijklmnop", "1"])) <= 8
+
+
+def test_a_heading_row_uses_the_whole_line_of_the_table():
+    columns = [Column("team / run", shorten=shorten_middle), Column("d/o", right=True)]
+    layout = fit(columns, [["base", "80.0%"]], None)
+    assert layout.full == len("team / run") + 2 + len("80.0%")
+    assert format_row(columns, layout, [LONG]) == shorten_middle(LONG, layout.full)
+    assert format_row(columns, layout, ["nlp"]) == "nlp"
