@@ -59,6 +59,15 @@ def kubernetes_api(settings: ControllerSettings) -> KubeApi:
 
     k = settings.kubernetes
     try:
+        import kubernetes  # noqa: F401 - the client, an extra of the package
+    except ImportError:
+        raise InputError(
+            settings.file,
+            "executor",
+            "the Kubernetes client is not installed: pip install 'alloc[kubernetes]' "
+            "(or -e '.[kubernetes]' in a clone)",
+        ) from None
+    try:
         return KubeApi(KubeConnection(k.kubeconfig, k.context, k.timeout_s, k.attempts))
     except Exception as e:  # the client's config errors: a missing or unreadable file
         raise InputError(settings.file, "kubernetes", f"cannot connect: {e}") from None

@@ -22,6 +22,7 @@ from alloc.controller.metrics import ControllerMetrics
 from alloc.controller.state import StateStore
 from alloc.domain import BudgetTree
 from alloc.io import InputError
+from alloc.readable import counted
 from alloc.report.fmt import duration, pct
 from alloc.sim.clock import SimulatedClock
 
@@ -129,8 +130,9 @@ class DryRun:
         lines = [
             f"simulated {self.at(self.began_s):%Y-%m-%d %H:%M} to {self.at():%Y-%m-%d %H:%M} "
             f"UTC ({duration(span)}) in {wall:.1f} s: {why}",
-            f"{n} rounds ({self.rounds.get('full', 0)} full rounds, "
-            f"{self.rounds.get('event', 0)} event passes), {self.started} started, "
+            f"{counted(n, 'round')} ({counted(self.rounds.get('full', 0), 'full round')}, "
+            f"{counted(self.rounds.get('event', 0), 'event pass', 'event passes')}), "
+            f"{self.started} started, "
             f"{self.preempted} preempted",
         ]
         teams = []

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 
 from alloc.controller.state import StateStore, actions, rounds, runs
+from alloc.readable import counted
 from alloc.report.fmt import duration
 
 
@@ -58,9 +59,10 @@ def recorded(store: StateStore) -> list[str]:
     kept = ", ".join(f"{s} {n}" for s, n in statuses.items())
     lines = [
         f"rounds: {full + passes} from {_at(first)} to {_at(last)} ({duration(last - first)}): "
-        f"{full} full rounds, {passes} event passes ({kept}); carried out: starts "
+        f"{counted(full, 'full round')}, {counted(passes, 'event pass', 'event passes')} "
+        f"({kept}); carried out: starts "
         f"{done.get('start', 0)}, preemptions {done.get('preempt', 0)}",
-        f"ledger: {ran} runs ({running} running); charged "
+        f"ledger: {counted(ran, 'run')} ({running} running); charged "
         "GPU-hours: " + (", ".join(f"{b} {h:,.1f}" for b, h in sorted(charged.items())) or "none"),
     ]
     return lines
