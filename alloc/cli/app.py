@@ -11,19 +11,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.live_cmd import live, status
+from alloc.cli.plans import check_solver, checked_plan, same_instance
 from alloc.cli.queue_cmd import queue
 from alloc.io.errors import InputError
 from alloc.readable import counted
-
-if TYPE_CHECKING:  # what a command needs loads when it runs (`alloc --help` starts at once)
-    from alloc.domain import Plan, Snapshot
 
 app = typer.Typer(
     rich_markup_mode=None,  # plain help, as git and kubectl print it (and 0.15 s sooner)
@@ -53,7 +51,7 @@ def solve(
     from alloc.summary import summarize
 
     def act() -> None:
-        _check_solver(solver)
+        check_solver(solver)
         limit = None
         if time_limit is not None:
             try:
@@ -91,7 +89,7 @@ def validate(
     def act() -> None:
         snapshot = load_instance(instance)
         loaded = load_plan(plan)
-        _same_instance(snapshot, loaded, plan)
+        same_instance(snapshot, loaded, plan)
         problems = check(snapshot, loaded)
         if problems:
             for p in problems:
@@ -104,24 +102,6 @@ def validate(
         )
 
     guarded(act)
-
-
-def _check_solver(solver: str | None) -> None:
-    if solver is not None and solver not in ("milp", "greedy"):
-        raise InputError("--solver", "", f"expected milp or greedy, got {solver!r}")
-
-
-def _same_instance(snapshot: Snapshot, plan: Plan, path: Path) -> None:
-    """A plan about workloads the instance lacks belongs to another instance: bad input."""
-    unknown = sorted({d.workload for d in plan.decisions} - set(snapshot.by_id))
-    if unknown:
-        raise InputError(
-            str(path),
-            "decisions",
-            f"{counted(len(unknown), 'decision')} "
-            f"{'names a workload' if len(unknown) == 1 else 'name workloads'} the instance "
-            f"does not have (e.g. {unknown[0]!r}): is this plan for another instance?",
-        )
 
 
 @app.command()
@@ -140,12 +120,11 @@ def explain(
     """Why a workload starts, waits or is preempted, and what would have to change:
     `alloc explain INSTANCE WORKLOAD`, or live `alloc explain --config FILE WORKLOAD`."""
     from alloc.explain import explain as explain_workload
-    from alloc.io import load_instance, load_plan
+    from alloc.io import load_instance
     from alloc.round import RoundOptions, solve_round
-    from alloc.solve.validate import validate as check_plan
 
     def act() -> None:
-        _check_solver(solver)
+        check_solver(solver)
         if config is not None:
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
@@ -158,20 +137,7 @@ def explain(
         if wanted not in snapshot.by_id:
             raise InputError(source, "workloads", f"no workload with id {wanted!r}")
         if plan:
-            chosen, ctx = load_plan(plan), None
-            _same_instance(snapshot, chosen, plan)
-            if wanted not in chosen.by_workload:
-                raise InputError(str(plan), "decisions", f"no decision for {wanted!r}")
-            # An explanation of a plan that breaks the contract on this instance (another
-            # instance's plan, an edited one) would state wrong reasons as facts.
-            problems = check_plan(snapshot, chosen)
-            if problems:
-                raise InputError(
-                    str(plan),
-                    "decisions",
-                    f"the plan breaks {counted(len(problems), 'invariant')} on {source} (first: "
-                    f"{problems[0]}): is it for another instance? `alloc validate` lists them",
-                )
+            chosen, ctx = checked_plan(snapshot, source, plan, decides=wanted), None
         else:
             result = solve_round(snapshot, RoundOptions(solver=solver))
             chosen, ctx = result.plan, result.context

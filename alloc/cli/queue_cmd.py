@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alloc.cli.common import err, guarded
+from alloc.cli.plans import check_solver, checked_plan
 from alloc.io.errors import InputError
-from alloc.readable import counted
 
 if TYPE_CHECKING:
     from alloc.domain import BudgetPath, BudgetTree, Plan, Snapshot, WorkloadId
@@ -73,9 +73,7 @@ def queue(
     from alloc.queue import SORT_KEYS, queue_rows, select, sort_rows
 
     def act() -> None:
-        from alloc.cli.app import _check_solver
-
-        _check_solver(solver)
+        check_solver(solver)
         _one_of("--format", output_format, FORMATS)
         if sort is not None:
             _one_of("--sort", sort, SORT_KEYS)
@@ -191,22 +189,9 @@ def _plan_and_context(
 
         result = solve_round(snapshot, RoundOptions(solver=solver))
         return result.plan, result.context
-    from alloc.cli.app import _same_instance
-    from alloc.io import load_plan
     from alloc.solve.context import round_context
-    from alloc.solve.validate import validate
 
-    chosen = load_plan(plan)
-    _same_instance(snapshot, chosen, plan)
-    problems = validate(snapshot, chosen)
-    if problems:
-        raise InputError(
-            str(plan),
-            "decisions",
-            f"the plan breaks {counted(len(problems), 'invariant')} on {source} (first: "
-            f"{problems[0]}): "
-            "is it for another instance? `alloc validate` lists them",
-        )
+    chosen = checked_plan(snapshot, source, plan)
     return chosen, round_context(snapshot)
 
 
