@@ -43,14 +43,6 @@ def ratio_text(r: float | None) -> str:
     return "-" if r is None else solve_ratio_text(r)
 
 
-def gpus_text(n: int) -> str:
-    return count(n)
-
-
-def plural(n: int, word: str) -> str:
-    return counted(n, word)
-
-
 # Ids, paths and GPU types are first narrowed to a readable width, then reasons to 16 (every
 # reason whole but unallocated_displaced), then ids, paths and types to their least, and only
 # then reasons further: the reason is what a person reads the queue for.
@@ -81,7 +73,7 @@ def table_lines(rows: Sequence[QueueRow], width: int | None, types: bool) -> lis
             r.id,
             r.state.value,
             r.budget or "-",
-            gpus_text(r.gpus),
+            count(r.gpus),
             *([r.gpu_type or "any"] if types else []),
             duration_text(r.wait_s),
             duration_text(r.min_runtime_s),
@@ -100,10 +92,12 @@ def footer(rows: Sequence[QueueRow], total: int, width: int | None) -> list[str]
     counts = by_state(rows)
     shown = len(rows)
     head = (
-        f"{shown:,} of {plural(total, 'workload')}" if shown != total else plural(total, "workload")
+        f"{shown:,} of {counted(total, 'workload')}"
+        if shown != total
+        else counted(total, "workload")
     )
-    head += f", {plural(sum(g for _, g in counts.values()), 'GPU')}"
-    items = [f"{n:,} {s.value} ({plural(g, 'GPU')})" for s, (n, g) in counts.items()]
+    head += f", {counted(sum(g for _, g in counts.values()), 'GPU')}"
+    items = [f"{n:,} {s.value} ({counted(g, 'GPU')})" for s, (n, g) in counts.items()]
     if not items:
         return [head]
     lines = [head + ": " + items[0]]

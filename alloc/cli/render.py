@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,13 @@ from alloc.io.durations import format_time
 from alloc.readable import count, counted, duration, hours, number
 from alloc.readable import pct as fmt_pct
 from alloc.report.fmt import demand as fmt_demand
-from alloc.report.fmt import partial
+from alloc.report.fmt import partial, ratio
 from alloc.summary import Summary
 
 
 def ratio_text(r: float) -> str:
-    return "inf" if math.isinf(r) else f"{r:.2f}"
+    """A fair-share ratio as the terminal shows it: two decimals, inf for a node without a share."""
+    return ratio(r, 2)
 
 
 # Budget names and paths: cut in the middle, not below 8 characters.
