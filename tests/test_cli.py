@@ -225,6 +225,18 @@ def test_schema_prints_a_json_schema_of_the_instance():
     assert {"now", "cluster", "budgets"} <= set(schema["required"])
 
 
+def test_the_shipped_schema_is_the_one_the_models_generate():
+    """`alloc schema` prints a copy shipped with the package (it starts without pydantic): the
+    copy must be what the models generate today, to the byte."""
+    from alloc.io import SCHEMA_FILE
+    from alloc.io.schema import schema_text
+
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), (
+        "alloc/io/instance.schema.json is stale: run `python -m alloc.io.schema`"
+    )
+    assert run("schema").stdout == schema_text()
+
+
 # generate (through a real process: the file's header records the command line)
 
 

@@ -4,9 +4,15 @@ instance reader (pydantic)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from alloc.lazy import names_from
+
+# The instance file's JSON Schema as `alloc schema` prints it: generated from alloc.io.schema's
+# models (`python -m alloc.io.schema` rewrites it; a test checks it is current), shipped so that
+# printing it needs no pydantic.
+SCHEMA_FILE = Path(__file__).with_name("instance.schema.json")
 
 _WHERE = {
     "InputError": "alloc.io.errors",
@@ -19,6 +25,7 @@ _WHERE = {
     "plan_to_dict": "alloc.io.plan_json",
 }
 __all__ = [
+    "SCHEMA_FILE",
     "InputError",
     "dump_instance",
     "dump_plan",

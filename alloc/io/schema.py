@@ -6,6 +6,7 @@ them) are checked afterwards in `alloc.io.instance`; `alloc schema` prints this 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -152,6 +153,9 @@ class InstanceIn(_Strict):
 
 
 def json_schema() -> dict[str, Any]:
+    """The instance file's JSON Schema, generated from the models above. `alloc schema` prints
+    the copy shipped beside this module (`SCHEMA_FILE`, written by `python -m alloc.io.schema`),
+    so that it starts without pydantic; tests/test_cli.py checks the copy is this, to the byte."""
     schema = InstanceIn.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "alloc instance"
@@ -165,3 +169,15 @@ class ScenarioIn(_Strict):
     budgets: BudgetIn
     policy: dict[str, Any] = {}
     usage: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = None
+
+
+def schema_text() -> str:
+    """`json_schema()` as `alloc schema` prints it and as `SCHEMA_FILE` holds it."""
+    return json.dumps(json_schema(), indent=1) + "\n"
+
+
+if __name__ == "__main__":  # python -m alloc.io.schema: rewrite the shipped copy
+    from alloc.io import SCHEMA_FILE
+
+    SCHEMA_FILE.write_text(schema_text())
+    print(f"wrote {SCHEMA_FILE}")
