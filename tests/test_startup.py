@@ -46,3 +46,32 @@ def test_a_small_model_is_solved_without_scipy():
     # unfunded.yaml needs the model (a few terms): OR-Tools, filled term by term
     loaded = loaded_by(_solved("unfunded.yaml"))
     assert "ortools" in loaded and "scipy" not in loaded, loaded
+
+
+def _modules_of_command(*args: str) -> set[str]:
+    code = (
+        "import sys; from alloc.cli.app import app; "
+        f"app({list(args)!r}, standalone_mode=False); "
+        "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return set(done.stderr.split())
+
+
+def test_a_command_loads_only_its_own_module_of_the_command_line():
+    """`alloc solve` does not import (nor have typer build) the simulator's, the controller's or
+    the export's options: each command's module loads when it runs or a help page lists it."""
+    others = {
+        "alloc.cli.sim_cmd", "alloc.cli.whatif_cmd", "alloc.cli.export_cmd",
+        "alloc.cli.controller_cmd", "alloc.cli.trace_cmd", "alloc.cli.budgets_cmd",
+        "alloc.cli.live_cmd", "alloc.cli.queue_cmd",
+    }  # fmt: skip
+    assert others.isdisjoint(_modules_of_command("solve", str(EXAMPLES / "drain.yaml")))
+    assert others.isdisjoint(_modules_of_command("schema"))
+    loaded = _modules_of_command("queue", str(EXAMPLES / "drain.yaml"))
+    assert "alloc.cli.queue_cmd" in loaded and "alloc.cli.sim_cmd" not in loaded
+
+
+def test_schema_prints_its_shipped_copy_without_building_the_models():
+    assert "alloc.io.schema" not in _modules_of_command("schema")
