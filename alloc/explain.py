@@ -166,6 +166,11 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
     out: list[str] = []
     snapshot = ctx.snapshot
     w = snapshot.by_id[wid]
+    if (d.action, d.reason, d.occupancy) == (Action.WAIT, Reason.NO_ROOM, Occupancy.ALLOCATED):
+        # Room, not fair share, keeps it waiting: where it would go and what holds that first.
+        out += _placement_why(ctx, plan, wid)
+        if out and wid not in ctx.share.rank:  # ranked nowhere: its node's entitlement and
+            return out  # GPUs held do not bear on it (the last line says why)
     if wid in ctx.share.rank:
         rank = ctx.share.rank[wid]
         tier = ctx.tier(wid)
@@ -214,6 +219,152 @@ def _why(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[st
         if taken:
             out.append("its GPUs go to: " + ", ".join(taken))
     return out
+
+
+def _placement_why(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
+    """Why allocated work waits for room (`no_room`): the shape it needs, the ready hosts that
+    could hold it, what holds them after this round (soonest free first), and, when the work
+    the contract keeps leaves it no place even with all other work gone, by how much."""
+    snapshot, hosts = ctx.snapshot, ctx.hosts
+    w = snapshot.by_id[wid]
+    shape = ctx.unreserved_shapes.get(wid, ctx.shapes[wid])
+    typed = shape.types[hosts.type_of]
+    if not (typed & hosts.ready).any():
+        return [f"no host of its GPU type is ready: {_down_hosts(ctx, typed)}"]
+    if wid not in ctx.placeable:  # (a plan from a file may say no_room for such work)
+        return []
+    candidates = np.flatnonzero(shape.allowed)
+    free = _free_after(ctx, plan)
+    kept = np.where(hosts.ready, np.maximum(hosts.cap - ctx.fixed_used, 0), 0)
+    of_type = f" of GPU type {w.gpu_type}" if w.gpu_type else ""
+    if shape.single:
+        out = [
+            f"it needs {counted(w.gpus, 'GPU')} on one host{of_type}; "
+            f"{counted(len(candidates), 'ready host')} could hold it: "
+            + _some([hosts.names[i] for i in candidates])
+        ]
+        held = [int(i) for i in candidates if free[i] < w.gpus]
+    else:
+        size = int(hosts.cap[candidates].max())
+        need = shape.hosts_needed(size)
+        out = [
+            f"it needs {counted(need, 'whole host')} of {counted(size, 'GPU')} "
+            f"{'in one network block' if shape.block else 'in any blocks'} "
+            f"({counted(w.gpus, 'GPU')}); {_blocks(ctx, candidates, need if shape.block else 0)}"
+        ]
+        held = [int(i) for i in candidates if free[i] < hosts.cap[i]]
+    them = "them"
+    if wid not in ctx.share.rank:
+        out.append(_kept_work_in_the_way(ctx, wid, shape, kept))
+    elif (room := place(ctx.shapes[wid], kept, hosts)) is not None:
+        given = [f"{hosts.names[i]}: {_holders(ctx, plan, i, given=True)}" for i in room]
+        if not any(line.endswith(": ") for line in given):
+            held, them = [i for i in held if i not in room], "the others"  # not again below
+            out.append(
+                "beside the work the contract keeps this round there is room of its shape, "
+                "which this round's plan gives to other work (its fair-share order is below): "
+                + "; ".join(given)
+            )
+    if held:
+        release = _release(ctx, plan, wid)
+        held.sort(key=lambda i: (release[i], i))
+        shown = "; ".join(f"{hosts.names[i]}: {_holders(ctx, plan, i)}" for i in held[:6])
+        more = f"; and {counted(len(held) - 6, 'more host')}" if len(held) > 6 else ""
+        out.append(f"what holds {them} after this round, soonest free first: {shown}{more}")
+    if wid not in ctx.share.rank and w.budget:
+        entitled = ctx.share.entitlement_gpus.get(w.budget, 0)
+        out.append(
+            "so it takes no place in this round's fair-share order, and "
+            f"{w.budget}'s entitlement this round ({counted(entitled, 'GPU')}) counts only the "
+            f"demand of {w.budget}'s work that can start (models/round.md 2.3)"
+        )
+    return out
+
+
+def _some(names: list[str], limit: int = 6) -> str:
+    """`h1, h2, h3` or `h1, ..., h6 and 4 more`."""
+    more = f" and {count(len(names) - limit)} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _blocks(ctx: RoundContext, candidates: np.ndarray, need: int) -> str:
+    """The ready hosts of its GPU type by block: with `need` (topology block), the blocks
+    that have that many."""
+    hosts = ctx.hosts
+    per_block = np.bincount(hosts.block_of[candidates], minlength=len(hosts.blocks))
+    used = np.flatnonzero(per_block)
+    text = f"{counted(len(candidates), 'ready host')} could take part"
+    if len(used) == 1:
+        return text + (", all in one block" if need else "")
+    text += f" in {count(len(used))} blocks"
+    if not need:
+        return text
+    big = [b for b in used if per_block[b] >= need]
+    named = _some([f"{hosts.blocks[b]} ({count(per_block[b])})" for b in big])
+    return text + f", {count(len(big))} with {count(need)} or more: {named}"
+
+
+def _kept_work_in_the_way(
+    ctx: RoundContext, wid: WorkloadId, shape: Shape, kept: np.ndarray
+) -> str:
+    """Why a workload cannot start this round even if every workload the solver may move made
+    way: the work the contract keeps leaves too little room of its shape (models/round.md 2.3),
+    or the room it leaves is reserved for other gangs (8)."""
+    hosts, w = ctx.hosts, ctx.snapshot.by_id[wid]
+    first = (
+        "the work the contract keeps this round (inside its minimum runtime, or costly to "
+        "stop) leaves it no room: with all other work gone, "
+    )
+    if place(shape, kept, hosts) is not None:
+        return (
+            "beside the work the contract keeps this round there is room of its shape only on "
+            "hosts reserved for other gangs (models/round.md 8)"
+        )
+    candidates = np.flatnonzero(shape.allowed)
+    if shape.single:
+        most = int(kept[candidates].max())
+        return (
+            first + f"the most free on one of those hosts would be {count(most)} of its "
+            f"{counted(w.gpus, 'GPU')}; it has room once enough of that work ends on one of them"
+        )
+    need = shape.hosts_needed(int(hosts.cap[candidates].max()))
+    whole = candidates[kept[candidates] == hosts.cap[candidates]]
+    where = ""
+    if shape.block:  # the block that needs the fewest more hosts, of those large enough
+        size = np.bincount(hosts.block_of[candidates], minlength=len(hosts.blocks))
+        free = np.bincount(hosts.block_of[whole], minlength=len(hosts.blocks))
+        block = int(np.argmin(np.where(size >= need, need - free, np.iinfo(np.int64).max)))
+        whole = whole[hosts.block_of[whole] == block]
+        where = f" in block {hosts.blocks[block]}"
+    names = f" ({_some([hosts.names[i] for i in whole])})" if len(whole) else ""
+    return (
+        first + f"{counted(len(whole), 'whole host')}{where} would be free{names} of the "
+        f"{count(need)} it needs; it has room once that work has ended on "
+        f"{counted(need - len(whole), 'more host')}{' there' if shape.block else ''}"
+    )
+
+
+def _holders(ctx: RoundContext, plan: Plan, host: int, given: bool = False) -> str:
+    """Who holds GPUs on a host after the plan, and until when: `b-run0 (protected until T)`;
+    with `given`, only the work the plan chose to put or keep there (not what the contract
+    keeps)."""
+    name = ctx.hosts.names[host]
+    out = []
+    for d in plan.decisions:
+        if not d.action.holds_gpus or name not in d.hosts:
+            continue
+        if given and ctx.standings[d.workload].protected:
+            continue
+        if d.protected_until is not None and d.protected_until > ctx.snapshot.now:
+            until = f"protected until {format_time(d.protected_until)}"
+        elif d.occupancy is Occupancy.UNALLOCATED:
+            until = "unallocated, yields to allocated work at once"
+        elif d.reason is Reason.COSTLY_TO_STOP:
+            until = "costly to stop, no known end"
+        else:
+            until = f"past its protection, {d.reason.value}"
+        out.append(f"{d.workload} ({counted(d.hosts[name], 'GPU')}, {until})")
+    return ", ".join(out)
 
 
 def _taken_by(plan: Plan, snapshot: Snapshot, wid: WorkloadId) -> list[str]:
@@ -474,20 +625,7 @@ def _earliest(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> datetime | None
     snapshot = ctx.snapshot
     shape = ctx.unreserved_shapes.get(wid, ctx.shapes[wid])
     hosts = ctx.hosts
-    allocated = ctx.standings[wid].occupancy is Occupancy.ALLOCATED
-    release = np.zeros(hosts.count)  # seconds until every holder on the host may yield
-    for d in plan.decisions:
-        if not d.action.holds_gpus:
-            continue
-        if d.protected_until is not None and d.protected_until > snapshot.now:
-            wait = (d.protected_until - snapshot.now).total_seconds()
-        elif allocated and d.occupancy is Occupancy.UNALLOCATED:
-            wait = 0.0  # unallocated work yields to allocated work at once
-        else:
-            wait = math.inf
-        for h in d.hosts:
-            i = hosts.index[h]
-            release[i] = max(release[i], wait)
+    release = _release(ctx, plan, wid)
     candidates = np.flatnonzero(shape.allowed)
     if len(candidates) == 0:
         return None
@@ -510,3 +648,25 @@ def _earliest(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> datetime | None
     if math.isinf(seconds):
         return None
     return snapshot.now + timedelta(seconds=seconds)
+
+
+def _release(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> np.ndarray:
+    """Per host, the seconds until every holder there after the plan may yield to `wid`:
+    protected work when its protection ends, unallocated work at once (to allocated work),
+    other work never that anyone knows of (inf)."""
+    snapshot, hosts = ctx.snapshot, ctx.hosts
+    allocated = ctx.standings[wid].occupancy is Occupancy.ALLOCATED
+    release = np.zeros(hosts.count)
+    for d in plan.decisions:
+        if not d.action.holds_gpus:
+            continue
+        if d.protected_until is not None and d.protected_until > snapshot.now:
+            wait = (d.protected_until - snapshot.now).total_seconds()
+        elif allocated and d.occupancy is Occupancy.UNALLOCATED:
+            wait = 0.0  # unallocated work yields to allocated work at once
+        else:
+            wait = math.inf
+        for h in d.hosts:
+            i = hosts.index[h]
+            release[i] = max(release[i], wait)
+    return release
