@@ -51,6 +51,15 @@ def test_the_domain_and_io_apis_are_pinned():
     }
 
 
+def test_the_explain_api_is_pinned():
+    """`alloc explain`'s package (facts, why, change and room beneath it) exports the function
+    and its result; callers import them from `alloc.explain`."""
+    import alloc.explain
+
+    assert alloc.explain.__all__ == ["Explanation", "explain"]
+    assert callable(alloc.explain.explain)
+
+
 def test_the_domain_imports_nothing_else_of_ours():
     import ast
     from pathlib import Path

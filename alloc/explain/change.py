@@ -1,0 +1,215 @@
+"""The "What would have to change" of `alloc explain`, for waiting work: only changes whose
+condition does not already hold (room that frees, and when; a reservation; its own node's
+runs; fewer GPUs, topology any or hosts back for work the ready cluster cannot hold)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from alloc.domain import (
+    Action,
+    Decision,
+    Occupancy,
+    Plan,
+    Reason,
+    Workload,
+    WorkloadId,
+    path_prefixes,
+)
+from alloc.explain.facts import held_by_node
+from alloc.explain.room import down_hosts, earliest, fits, free_after, largest
+from alloc.io.durations import format_time
+from alloc.readable import count, counted
+from alloc.solve.context import RoundContext
+from alloc.solve.placement import place
+from alloc.solve.problem import Shape
+from alloc.solve.reserve import reservations
+
+
+def change_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> list[str]:
+    """What would let a waiting workload start (nothing for the others)."""
+    if d.action is not Action.WAIT:
+        return []
+    w = ctx.snapshot.by_id[wid]
+    shape = ctx.unreserved_shapes.get(wid, ctx.shapes[wid])
+    hosts = ctx.hosts
+    held = _reservation_lines(plan, wid)
+    if d.reason is Reason.RESERVED:
+        return held
+    # Work that never fits (even the empty ready cluster) has room held for it by nobody and
+    # no share that would help: only the request or the cluster can change (below).
+    own = _own_node_in_the_way(ctx, plan, wid) if wid in ctx.placeable else []
+    if (
+        not shape.single
+        and wid in ctx.placeable
+        and d.occupancy is Occupancy.ALLOCATED
+        and all(r.workload != wid for r in plan.reservations)
+    ):
+        why: dict[WorkloadId, str] = {}
+        reservations(ctx.snapshot, ctx.standings, hosts, why)
+        if wid in why and not (own and w.budget and why[wid].startswith(f"{w.budget} is owed")):
+            held.append(f"no hosts are held back for it (models/round.md 8): {why[wid]}")
+        elif wid in why:  # the same numbers as the line below: say it once
+            held.append(
+                "no hosts are held back for it (models/round.md 8): they could idle in vain "
+                "while its node is beyond what it is owed"
+            )
+    held += own
+    if d.reason is Reason.GPU_TYPE:  # no host of that type at all, ready or not
+        return [f"a host with GPU type {w.gpu_type} (types here: {', '.join(hosts.types)})"]
+    typed = shape.types[hosts.type_of]
+    back = down_hosts(ctx, typed)  # hosts of its type that are not ready
+    if not (typed & hosts.ready).any():
+        return held + [f"a host of its GPU type ready again: {back}"]
+    if wid not in ctx.placeable:  # it does not fit even the empty ready cluster
+        return held + _never_fits(ctx, w, shape, typed, back)
+    free = free_after(ctx, plan)
+    room = place(ctx.shapes[wid], free, hosts)  # under this round's reservations
+    out = []
+    if room is not None:
+        where = ", ".join(f"{hosts.names[h]} ({counted(int(free[h]), 'GPU')} free)" for h in room)
+        out.append(f"nothing about room: a place of its shape is free after this round ({where})")
+    else:
+        if shape.single:
+            best = int(free[shape.allowed].max()) if shape.allowed.any() else 0
+            out.append(
+                f"{counted(w.gpus, 'GPU')} free on one host; the most free on a host it may use "
+                f"is {count(best)}"
+            )
+        else:
+            need = shape.hosts_needed(int(hosts.cap[shape.allowed].max()))
+            whole = shape.allowed & (free == hosts.cap)
+            per_block = np.bincount(hosts.block_of[whole], minlength=len(hosts.blocks))
+            scope = "in one block" if shape.block else "anywhere"
+            best = int(per_block.max()) if shape.block else int(whole.sum())
+            out.append(
+                f"{counted(need, 'whole free host')} {scope}; the best it has now is {count(best)}"
+            )
+        when = earliest(ctx, plan, wid)
+        if when is not None and when > ctx.snapshot.now:  # (not a time that has come)
+            out.append(
+                f"room of that shape frees at the earliest at {format_time(when)}, when the "
+                "protection of the work there ends (work still entitled then keeps running)"
+            )
+        elif when is None:
+            out.append(
+                "every place of that shape is held, at least in part, by work past its "
+                "protection that ranks ahead of it this round: it starts when such work ends, "
+                "or when its own node moves ahead in the fair-share order"
+            )
+    beyond = _beyond_entitlement(ctx, plan, w)
+    if d.reason is Reason.OVER_ALLOCATION and beyond:
+        out.append(
+            f"or {beyond} drops back within its entitlement: its ratio must fall below "
+            "those of the nodes ahead of it (their work is entitled first)"
+        )
+    if d.reason is Reason.TOPOLOGY and shape.block and fits(ctx, shape, free, block=False):
+        out.append("or the workload accepts topology any (it fits across blocks now)")
+    return held + out
+
+
+def _never_fits(
+    ctx: RoundContext, w: Workload, shape: Shape, typed: np.ndarray, back: str
+) -> list[str]:
+    """What would make room for work the empty ready cluster has no place for: fewer GPUs
+    (the most it could get), topology any (when that fits), hosts back (when with them it
+    would fit), each only when it would help."""
+    hosts = ctx.hosts
+    ready = typed & hosts.ready
+    everything = np.where(typed, hosts.cap, 0)
+    strict = Shape(shape.gpus, shape.types, ready, shape.single, shape.block)
+    if shape.block and fits(ctx, strict, np.where(ready, hosts.cap, 0), block=False):
+        most = largest(ctx, ready, block=True)
+        out = [
+            f"no network block has room for it, even empty (one block gives at most "
+            f"{counted(most, 'GPU')} of its kind): the workload accepts topology any (it fits "
+            "the ready cluster across blocks), or asks for at most "
+            f"{counted(most, 'GPU')}"
+        ]
+    else:
+        most = largest(ctx, ready, block=False)
+        out = [
+            f"it asks for {counted(w.gpus, 'GPU')}; the ready cluster gives at most "
+            f"{counted(most, 'GPU')} of its GPU type to one workload: ask for at most "
+            f"{count(most)}"
+        ]
+    whole = Shape(shape.gpus, shape.types, typed, shape.single, shape.block)
+    if back and place(whole, everything, hosts) is not None:
+        out.append(f"or hosts come back: {back}")
+    return out
+
+
+def _beyond_entitlement(ctx: RoundContext, plan: Plan, w: Workload) -> str:
+    """The deepest node on the workload's budget path that, with the workload, would hold more
+    allocated GPUs than it is entitled to this round ("" when none would)."""
+    if not w.budget:
+        return ""
+    entitlement = ctx.share.entitlement_gpus
+    beyond = ""
+    for p in path_prefixes(w.budget):  # type: ignore[arg-type]
+        if held_by_node(plan, ctx.snapshot, p) + w.gpus > entitlement.get(p, 0):
+            beyond = p
+    return beyond
+
+
+def _own_node_in_the_way(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
+    """When the workload and what its own node holds exceed what the node is owed, the node's
+    own running work is what keeps it waiting: say how much of it, and which."""
+    snapshot = ctx.snapshot
+    w = snapshot.by_id[wid]
+    if not w.budget or plan.decision(wid).occupancy is not Occupancy.ALLOCATED:
+        return []
+    ready = int(ctx.hosts.cap[ctx.hosts.ready].sum())
+    # Whole GPUs, tolerant of float error (0.3 x 0.75 x 120 is 26.999...: owed 27).
+    owed = math.floor(snapshot.budgets.effective_allocation(w.budget) * ready + 1e-9)
+    held = held_by_node(plan, snapshot, w.budget)
+    if w.gpus + held <= owed:
+        return []
+    mine = sorted(
+        (
+            (d.gpus_held, snapshot.by_id[d.workload])
+            for d in plan.decisions
+            if d.occupancy is Occupancy.ALLOCATED
+            and d.action.holds_gpus
+            and snapshot.by_id[d.workload].budget == w.budget
+        ),
+        key=lambda gw: (-gw[0], gw[1].id),
+    )
+    shown = ", ".join(f"{o.id} ({counted(g, 'GPU')}, priority {o.priority})" for g, o in mine[:5])
+    more = f" and {count(len(mine) - 5)} more" if len(mine) > 5 else ""
+    if w.gpus > owed:
+        first = (
+            f"it asks for more than all {w.budget} is owed ({counted(owed, 'GPU')}: its "
+            f"effective allocation x the {counted(ready, 'ready GPU')}): it is entitled only "
+            f"when {w.budget} holds "
+            "nothing else and is behind over the window (models/round.md 2.3)"
+        )
+    else:
+        first = (
+            f"{w.budget} is owed {counted(owed, 'GPU')} (its effective allocation x the "
+            f"{counted(ready, 'ready GPU')}): with its {count(w.gpus)} it is within that only "
+            f"while {w.budget} holds at most {counted(owed - w.gpus, 'other allocated GPU')}"
+        )
+    return [f"{first}; it holds {count(held)}" + (f": {shown}{more}" if shown else "")]
+
+
+def _reservation_lines(plan: Plan, wid: WorkloadId) -> list[str]:
+    """What the plan's reservations mean for `wid`: its own, or the ones in its way."""
+    w = plan.decision(wid)
+    out = []
+    for r in plan.reservations:
+        names = ", ".join(r.hosts)
+        when = format_time(r.ready_at)
+        if r.workload == wid:
+            out.append(
+                f"hosts {names} are reserved for it: no other allocated work starts there, and "
+                f"their protected work ends by {when}, when it can start"
+            )
+        elif w.reason is Reason.RESERVED:
+            out.append(
+                f"hosts {names} are reserved for {r.workload} until it starts (its room frees "
+                f"by {when}); it starts elsewhere when room of its shape frees there"
+            )
+    return out

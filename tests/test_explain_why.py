@@ -1,0 +1,150 @@
+"""`alloc explain`'s "Why" names the real cause of a wait: a workload that waits for room
+(`no_room`) is told the shape it needs, the ready hosts that could hold it, what holds them
+and what would make room, with numbers; a workload that waits on its node's entitlement is
+still told about the fair-share order and the entitlement. Every plan is checked against the
+invariants (`solve_checked`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import ago, host, instance, snapshot_of, solve_checked, workload
+
+from alloc.domain import Action, Reason, Snapshot, WorkloadId
+from alloc.explain import explain
+from alloc.io import load_instance
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "instances" / "examples"
+
+
+def why(snapshot: Snapshot, wid: str, solver: str = "greedy") -> list[str]:
+    """The Why of `wid`, which must wait with the reason the test is about."""
+    plan = solve_checked(snapshot, solver)
+    d = plan.decision(WorkloadId(wid))
+    assert d.action is Action.WAIT, d
+    return explain(snapshot, plan, wid).why
+
+
+def test_a_gang_that_protected_work_keeps_out_is_told_about_room_not_entitlement(solver):
+    """reservation.yaml: a's 32-GPU gang needs 4 whole hosts of one block; b's protected runs
+    hold h0-h5 (ending 12:30, 13:00, ... 15:00), so even with everything else gone only h6
+    and h7 are whole: 2 of 4. It is ranked nowhere this round, so a's entitlement (8 GPUs)
+    goes to a's two small runs, which is not what keeps the gang waiting."""
+    snap = load_instance(EXAMPLES / "reservation.yaml")
+    plan = solve_checked(snap, solver)
+    assert plan.decision(WorkloadId("a-gang")).reason is Reason.NO_ROOM
+    lines = explain(snap, plan, "a-gang").why
+    assert lines[:2] == [
+        "it needs 4 whole hosts of 8 GPUs in one network block (32 GPUs); 8 ready hosts could "
+        "take part, all in one block",
+        "the work the contract keeps this round (inside its minimum runtime, or costly to "
+        "stop) leaves it no room: with all other work gone, 2 whole hosts in block default "
+        "would be free (h6, h7) of the 4 it needs; it has room once that work has ended on 2 "
+        "more hosts there",
+    ]
+    assert lines[2].startswith(
+        "what holds them after this round, soonest free first: h6: b-scavenge (8 GPUs, "
+        "unallocated, yields to allocated work at once); h0: b-run0 (8 GPUs, protected until "
+        "2026-11-30T12:30:00Z); h1: b-run1 (8 GPUs, protected until 2026-11-30T13:00:00Z)"
+    )
+    assert lines[2].endswith("; and 1 more host")
+    assert lines[3:] == [
+        "so it takes no place in this round's fair-share order, and a's entitlement this round "
+        "(8 GPUs) counts only the demand of a's work that can start (models/round.md 2.3)"
+    ]
+    # Before: the whole Why was "a holds 8 allocated GPUs after this round; its entitlement
+    # is 8", as if its team's share kept it waiting.
+    assert not any(line.startswith("a holds") for line in lines)
+
+
+def test_a_small_gang_is_told_how_many_more_hosts_must_free_and_who_holds_them(solver):
+    """Four hosts of one block X. a's runs hold h1 (protected until 14:00) and h2 (until
+    15:00); b's 24-GPU gang needs 3 whole hosts: h3 and h4 are 2, one more must free."""
+    hosts = [host(f"h{i}", block="X") for i in range(1, 5)]
+    snap = snapshot_of(
+        instance(
+            hosts=hosts,
+            workloads=[
+                workload("a-1", 8, "a", "4h", started=ago(hours=2), hosts={"h1": 8}),
+                workload("a-2", 8, "a", "4h", started=ago(hours=1), hosts={"h2": 8}),
+                workload("b-gang", 24, "b", "4h"),
+            ],
+        )
+    )
+    assert why(snap, "b-gang", solver) == [
+        "it needs 3 whole hosts of 8 GPUs in one network block (24 GPUs); 4 ready hosts could "
+        "take part, all in one block",
+        "the work the contract keeps this round (inside its minimum runtime, or costly to "
+        "stop) leaves it no room: with all other work gone, 2 whole hosts in block X would be "
+        "free (h3, h4) of the 3 it needs; it has room once that work has ended on 1 more host "
+        "there",
+        "what holds them after this round, soonest free first: h1: a-1 (8 GPUs, protected "
+        "until 2026-11-30T14:00:00Z); h2: a-2 (8 GPUs, protected until 2026-11-30T15:00:00Z)",
+        "so it takes no place in this round's fair-share order, and b's entitlement this round "
+        "(0 GPUs) counts only the demand of b's work that can start (models/round.md 2.3)",
+    ]
+
+
+def test_a_gang_in_the_order_is_told_who_took_the_room_and_its_place_in_the_order():
+    """One host, two teams of 50%; b used 500 GPU-h of the window, a nothing. Both queue 8
+    GPUs: the host fits either beside the (absent) protected work, and a, first in the order,
+    takes it. b's run waits for room that exists, so its Why says who took it and then the
+    fair-share order and its node's entitlement that decided it."""
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h1")],
+            usage={"a": 0, "b": 500},
+            workloads=[workload("a-1", 8, "a", "2h"), workload("b-1", 8, "b", "2h")],
+        )
+    )
+    lines = why(snap, "b-1")
+    assert lines[:2] == [
+        "it needs 8 GPUs on one host; 1 ready host could hold it: h1",
+        "beside the work the contract keeps this round there is room of its shape, which this "
+        "round's plan gives to other work (its fair-share order is below): h1: a-1 (8 GPUs, "
+        "protected until 2026-11-30T14:00:00Z)",
+    ]
+    assert lines[2].startswith("fair-share order: 2 of 2 allocated candidates")
+    assert "b holds 0 allocated GPUs after this round; its entitlement is 4" in lines
+
+
+def test_work_whose_gpu_type_has_no_ready_host_is_told_which_hosts_are_down():
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h1", gpu_type="a100"), host("h2", gpu_type="h100", state="unhealthy")],
+            workloads=[workload("w", 4, gpu_type="h100")],
+        )
+    )
+    assert why(snap, "w") == ["no host of its GPU type is ready: h2 (unhealthy)"]
+
+
+def test_work_waiting_on_its_entitlement_keeps_the_entitlement_why(solver):
+    """fairshare-flat.yaml: b-7 waits over_allocation: its Why is the fair-share order and
+    what b holds against its entitlement, and nothing about room."""
+    snap = load_instance(EXAMPLES / "fairshare-flat.yaml")
+    plan = solve_checked(snap, solver)
+    assert plan.decision(WorkloadId("b-7")).reason is Reason.OVER_ALLOCATION
+    lines = explain(snap, plan, "b-7").why
+    assert lines == [
+        "fair-share order: 10 of 10 allocated candidates; beyond the ready capacity (not "
+        "entitled this round)",
+        "projected ratios when its turn came (window usage plus this round's grants before it, "
+        "top level first): 2.000",
+        "b holds 6 allocated GPUs after this round; its entitlement is 6",
+    ]
+
+
+def test_a_single_host_run_that_protected_work_keeps_out_is_told_about_room_too():
+    """protection.yaml: b-train needs the one host, whose protected a-train runs to 15:00."""
+    lines = why(load_instance(EXAMPLES / "protection.yaml"), "b-train")
+    assert lines == [
+        "it needs 8 GPUs on one host; 1 ready host could hold it: h1",
+        "the work the contract keeps this round (inside its minimum runtime, or costly to "
+        "stop) leaves it no room: with all other work gone, the most free on one of those "
+        "hosts would be 0 of its 8 GPUs; it has room once enough of that work ends on one of "
+        "them",
+        "what holds them after this round, soonest free first: h1: a-train (8 GPUs, protected "
+        "until 2026-11-30T15:00:00Z)",
+        "so it takes no place in this round's fair-share order, and b's entitlement this round "
+        "(0 GPUs) counts only the demand of b's work that can start (models/round.md 2.3)",
+    ]
