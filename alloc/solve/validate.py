@@ -31,7 +31,7 @@ from alloc.solve.across import entitlement_problems
 from alloc.solve.memo import RoundMemo
 from alloc.solve.placement import PlaceIndex, place
 from alloc.solve.problem import HostArrays, host_arrays, shapes_of
-from alloc.solve.reserve import Held, Reserved, off_reserved, reservations
+from alloc.solve.reserve import Held, Reserved, reservations
 
 
 def validate(
@@ -358,38 +358,75 @@ def _reservations(snapshot, hosts, plan, rest, st, due) -> tuple[Reserved, list[
             held.append(rule)
     reserved = Reserved(tuple(held), hosts)
     for d in rest:
-        if d.action is not Action.START:
-            continue
-        placement = {hosts.index[h]: g for h, g in d.hosts.items()}
-        allocated = d.occupancy is Occupancy.ALLOCATED
-        lease = reserved.backfill_for(d.workload, placement) if allocated else ()
-        if tuple(sorted(d.backfill_for)) != lease:  # a set of gangs: any order
-            out.append(
-                f"{d.workload}: starts as backfill for {list(d.backfill_for)}, but the hosts "
-                f"it takes are reserved for {list(lease)} (a start names them: 8.5)"
-            )
-        if d.workload in reserved.gangs and allocated:
-            blocked = reserved.mask  # a reserving gang does not fit this round (8)
-        elif lease:
-            blocked = reserved.blocked(reserved.level(snapshot.by_id[d.workload], snapshot.now))
-        else:
-            continue
-        for h, i in zip(d.hosts, placement, strict=True):
-            if blocked[i]:
-                out.append(
-                    f"{d.workload}: starts on {h}, which is reserved for a gang "
-                    f"({reserved.gang_of[i]}, ready at {reserved.held_at(i).isoformat()}) "
-                    "before its minimum runtime ends (8.5)"
-                )
+        if d.action is Action.START:
+            out += _start_on_reserved(snapshot, hosts, reserved, d)
     return reserved, out
 
 
+def _start_on_reserved(
+    snapshot: Snapshot, hosts: HostArrays, reserved: Reserved, d: Decision
+) -> list[str]:
+    """A start against the plan's reservations (8.5). A gang may start on the hosts reserved
+    for it (whatever keeps it from fitting this round, such as protected work kept there, is
+    what the other checks report), never on another gang's; other allocated work only as
+    backfill: resumable, its protection ending by the host's `ready_at`, naming the gangs
+    (`backfill_for`). Unallocated work may start on any (it yields at once) and backfills
+    nothing."""
+    w = snapshot.by_id[d.workload]
+    placement = {hosts.index[h]: g for h, g in d.hosts.items()}
+    allocated = d.occupancy is Occupancy.ALLOCATED
+    gang = w.id in reserved.gangs
+    blocked: dict[WorkloadId, list[int]] = defaultdict(list)  # hosts it may not take, by gang
+    if allocated and reserved:
+        level = len(reserved.ends) if gang else reserved.level(w, snapshot.now)
+        mask = reserved.blocked(level)
+        for i in placement:
+            owner = reserved.gang_of.get(i)
+            if owner is not None and owner != w.id and mask[i]:
+                blocked[owner].append(i)
+    out = []
+    for owner, taken in blocked.items():
+        where = ", ".join(hosts.names[i] for i in taken)
+        until = moment(reserved.held_at(taken[0]))  # one ready_at per reservation
+        if gang:
+            why = "a gang holding a reservation of its own backfills no other"
+        elif not w.resumable:
+            why = (
+                "it cannot resume, and only resumable work backfills (the contract could keep "
+                "it past then)"
+            )
+        else:
+            ends = snapshot.now + runtime_delta(w.min_runtime_s)
+            why = (
+                f"its minimum runtime of {duration(w.min_runtime_s)} from now protects it "
+                f"until {moment(ends)}"
+            )
+        out.append(
+            f"{w.id}: starts on {where}, reserved for {owner} until {until}, but {why} (8.5)"
+        )
+    lease = reserved.backfill_for(w.id, placement) if allocated else ()
+    if blocked or tuple(sorted(d.backfill_for)) == lease:  # a set of gangs: any order
+        return out
+    named = ", ".join(d.backfill_for) or "no gang"
+    if lease:
+        why = f"the hosts it takes are reserved for {', '.join(lease)} (a start names them)"
+    elif not allocated:
+        why = "unallocated work backfills nothing (it yields at once)"
+    elif gang:
+        why = "a gang holding a reservation of its own backfills nothing"
+    else:
+        why = "it takes no reserved host"
+    out.append(f"{w.id}: starts as backfill for {named}, but {why} (8.5)")
+    return out
+
+
 def _waiting_shape(reserved: Reserved, w: Workload, shape, now):  # type: ignore[no-untyped-def]
-    """Where waiting allocated `w` could start under the plan's reservations (8.5)."""
+    """Where waiting allocated `w` could start under the plan's reservations (8.5): a gang on
+    its own reserved hosts, not another's; other work where it may backfill."""
     if not reserved:
         return shape
     if w.id in reserved.gangs:
-        return off_reserved(shape, reserved.mask)
+        return reserved.gang_shape(w.id, shape)
     return reserved.shape_for(w, shape, now)
 
 
