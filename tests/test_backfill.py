@@ -88,7 +88,10 @@ def test_validate_rejects_backfill_that_outlasts_the_reservation_or_hides_it(sol
 
     short = plan.decision(WorkloadId("b-short"))
     hidden = validate(snap, with_decision(replace(short, backfill_for=())))
-    assert any("reserved for ['a-gang'] (a start names them: 8.5)" in p for p in hidden)
+    assert hidden == [
+        "b-short: starts as backfill for no gang, but the hosts it takes are reserved for "
+        "a-gang (a start names them) (8.5)"
+    ]
     long_ = replace(
         plan.decision(WorkloadId("b-long")),
         action=Action.START,
@@ -98,7 +101,10 @@ def test_validate_rejects_backfill_that_outlasts_the_reservation_or_hides_it(sol
         backfill_for=(GANG,),
     )
     outlasts = validate(snap, with_decision(long_))
-    assert any("starts on h2, which is reserved for a gang (a-gang" in p for p in outlasts)
+    assert (
+        "b-long: starts on h2, reserved for a-gang until 2026-11-30T14:00:00Z, but its minimum "
+        "runtime of 3 h from now protects it until 2026-11-30T15:00:00Z (8.5)" in outlasts
+    )
 
 
 def _at_ready(lease: tuple[WorkloadId, ...]):  # type: ignore[no-untyped-def]

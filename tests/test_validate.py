@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+import yaml
 from conftest import NOW, ago, host, instance, snapshot_of, solve_checked, workload
 
-from alloc.domain import Action, Decision, HostName, Occupancy, Plan, Reason, WorkloadId
+from alloc.domain import (
+    Action,
+    Decision,
+    HostName,
+    Occupancy,
+    Plan,
+    Reason,
+    Reservation,
+    WorkloadId,
+)
+from alloc.io import load_instance
+from alloc.solve.reserve import Held
 from alloc.solve.validate import validate
 
 
@@ -418,3 +431,158 @@ def test_a_reservation_the_rule_does_not_make_says_what_the_rule_reserves():
     plan = solve_checked(snap)
     wrong = replace(plan, reservations=(Reservation(WorkloadId("w"), (HostName("h2"),), NOW),))
     assert "w: reserves h2, but the rule reserves nothing for it (8)" in validate(snap, wrong)
+
+
+# --- a gang on the hosts reserved for it is told the broken fact, not its own reservation ---
+
+RESERVATION = Path(__file__).parent.parent / "instances" / "examples" / "reservation.yaml"
+
+
+def _gang_started(hosts: list[str], *preempted: str) -> list[str]:
+    """instances/examples/reservation.yaml solved, then edited as a user might: a-gang (32
+    GPUs: four whole hosts) started on `hosts`, b-scavenge (unallocated, on h6) left waiting,
+    `preempted` runs of b preempted. The plan still reserves h0, h1, h6 and h7 for a-gang."""
+    snap = load_instance(RESERVATION)
+    plan = solve_checked(snap)
+    assert [r.hosts for r in plan.reservations] == [("h0", "h1", "h6", "h7")]
+    plan = _started(snap, "a-gang", {h: 8 for h in hosts}, protected_until=NOW.replace(hour=16))
+    plan = with_decision(plan, "b-scavenge", action=Action.WAIT, hosts={}, reason=Reason.NO_ROOM)
+    for wid in preempted:
+        plan = with_decision(plan, wid, action=Action.PREEMPT, hosts={}, reason=Reason.REBALANCED)
+    return validate(snap, plan)
+
+
+@pytest.mark.parametrize(
+    "hosts,preempted,problems",
+    [
+        (
+            ["h0", "h1", "h6", "h7"],
+            (),
+            [
+                "host h0: 16 GPUs given (a-gang 8, b-run0 8), it has 8 (1)",
+                "host h1: 16 GPUs given (a-gang 8, b-run1 8), it has 8 (1)",
+            ],
+        ),
+        (
+            ["h0", "h1", "h6", "h7"],
+            ("b-run0", "b-run1"),
+            [
+                "b-run0: preempt, but it is protected until 2026-11-30T12:30:00Z (3)",
+                "b-run1: preempt, but it is protected until 2026-11-30T13:00:00Z (3)",
+            ],
+        ),
+        (["h6", "h7"], (), ["a-gang: gets 2 hosts of 8 GPUs for 32 GPUs, which take 4 hosts (2)"]),
+        (
+            ["h2", "h3", "h6", "h7"],
+            (),
+            [
+                "host h2: 16 GPUs given (a-gang 8, b-run2 8), it has 8 (1)",
+                "host h3: 16 GPUs given (a-gang 8, b-run3 8), it has 8 (1)",
+            ],
+        ),
+    ],
+    ids=[
+        "on all its reserved hosts, beside the protected runs there",
+        "on all its reserved hosts, the protected runs there preempted",
+        "on the two of its reserved hosts that are free",
+        "half on its reserved hosts, half beside protected runs elsewhere",
+    ],
+)
+def test_a_gang_started_on_its_own_reserved_hosts_is_told_what_keeps_it_from_fitting(
+    hosts, preempted, problems
+):
+    assert _gang_started(hosts, *preempted) == problems
+
+
+def test_a_gang_may_start_on_its_own_reservation_when_nothing_is_broken():
+    """An hour later, the reservation still due (as when an event pass's whole plan is checked
+    against the last full round's reservations): b-run0 and b-run1 have ended, b-scavenge runs
+    on h6 and a's small runs are gone. a-gang starts on its four reserved hosts and b-scavenge
+    yields: the plan breaks nothing. Left waiting instead, a-gang could use the GPUs b-scavenge
+    holds on its own reserved hosts (4)."""
+    data = yaml.safe_load(RESERVATION.read_text())
+    data["now"] = "2026-11-30T13:00:00Z"
+    gone = ("b-run0", "b-run1", "a-later", "a-debug")
+    data["workloads"] = [w for w in data["workloads"] if w["id"] not in gone]
+    for w in data["workloads"]:
+        if w["id"] == "b-scavenge":
+            w.update(started="2026-11-30T12:00:00Z", hosts={"h6": 8})
+    snap = snapshot_of(data)
+    plan = solve_checked(snap)
+    gang = plan.decision(WorkloadId("a-gang"))
+    assert gang.action is Action.START and sorted(gang.hosts) == ["h0", "h1", "h6", "h7"]
+    ready_at = NOW.replace(hour=13)
+    reserved = (
+        Reservation(WorkloadId("a-gang"), tuple(map(HostName, sorted(gang.hosts))), ready_at),
+    )
+    due = (Held(WorkloadId("a-gang"), (0, 1, 6, 7), ready_at),)
+    assert validate(snap, replace(plan, reservations=reserved), due=due) == []
+    waits = with_decision(plan, "a-gang", action=Action.WAIT, hosts={}, reason=Reason.NO_ROOM)
+    waits = with_decision(
+        waits,
+        "b-scavenge",
+        action=Action.KEEP,
+        hosts={HostName("h6"): 8},
+        reason=Reason.UNALLOCATED_FILL,
+    )
+    assert validate(snap, replace(waits, reservations=reserved), due=due) == [
+        "a-gang: waits for 32 GPUs, which it would have on h0, h1, h6, h7, held by unallocated "
+        "b-scavenge (4)"
+    ]
+
+
+def test_a_gang_started_on_another_gangs_reservation_is_told_it_backfills_none():
+    """Two teams' 16-GPU gangs blocked by c's protected runs (h1 ends at 12:10, h2 at 12:20,
+    ...): h1, h2 are reserved for a-gang (ready 12:20), h3, h4 for b-gang (ready 12:40)."""
+    budgets = {"name": "root", "children": [{"name": n, "share": "33%"} for n in "abc"]}
+    runs = [
+        workload(
+            f"c-run{i}", 8, "c", "4h", started=ago(hours=4, minutes=-10 * i), hosts={f"h{i}": 8}
+        )
+        for i in range(1, 9)
+    ]
+    gangs = [workload("a-gang", 16, "a", "4h"), workload("b-gang", 16, "b", "4h")]
+    snap = snapshot_of(
+        instance(
+            hosts=[host(f"h{i}") for i in range(1, 9)],
+            budgets=budgets,
+            workloads=runs + gangs,
+            usage={"c": 100},
+        )
+    )
+    plan = _started(snap, "b-gang", {"h2": 8, "h3": 8}, protected_until=NOW.replace(hour=16))
+    assert [(r.workload, r.hosts) for r in plan.reservations] == [
+        ("a-gang", ("h1", "h2")),
+        ("b-gang", ("h3", "h4")),
+    ]
+    assert validate(snap, plan) == [
+        "host h2: 16 GPUs given (c-run2 8, b-gang 8), it has 8 (1)",
+        "host h3: 16 GPUs given (c-run3 8, b-gang 8), it has 8 (1)",
+        "b-gang: starts on h2, reserved for a-gang until 2026-11-30T12:20:00Z, but a gang "
+        "holding a reservation of its own backfills no other (8.5)",
+    ]
+
+
+def test_work_that_cannot_resume_is_told_it_backfills_no_reservation():
+    """b-next asks for 30 minutes only, well before a-gang's hosts are ready at 13:00: able to
+    resume it backfills one of them; unable to, the contract could keep it past 13:00."""
+    data = yaml.safe_load(RESERVATION.read_text())
+    (b_next,) = [w for w in data["workloads"] if w["id"] == "b-next"]
+    b_next["min_runtime"] = "30m"
+    backfill = solve_checked(snapshot_of(data)).decision(WorkloadId("b-next"))
+    assert backfill.action is Action.START and backfill.backfill_for == ("a-gang",)
+    b_next["resumable"] = False
+    snap = snapshot_of(data)
+    plan = solve_checked(snap)
+    assert plan.decision(WorkloadId("b-next")).reason is Reason.RESERVED
+    plan = _started(
+        snap,
+        "b-next",
+        {"h7": 8},
+        protected_until=NOW.replace(minute=30),
+        backfill_for=(WorkloadId("a-gang"),),
+    )
+    assert validate(snap, plan) == [
+        "b-next: starts on h7, reserved for a-gang until 2026-11-30T13:00:00Z, but it cannot "
+        "resume, and only resumable work backfills (the contract could keep it past then) (8.5)"
+    ]

@@ -3,6 +3,15 @@
 Independent of how the plan was made: it recomputes the contract from the snapshot and checks
 placements with its own arithmetic, so a solver bug cannot hide behind shared state. Returns the
 violations found, each a sentence naming the workload or host; an empty list means valid.
+
+Here: one decision per workload, each decision checked once (the memo of the last round), the
+GPUs each host is given. The checks, by family of invariants:
+- `validate_contract`: each decision against the time-slicing contract (3, 5, 7; occupancy,
+  the end of its protection, keep where it runs);
+- `validate_placement`: capacity and host states (1), the shape of a start (2), drained hosts;
+- `validate_reserved`: the plan's reservations and the starts on reserved hosts (8, 8.5);
+- `validate_waiting`: work left waiting that could have run (4, 6);
+- `across`: the entitlement rules along a budget path, for a full round's plan.
 """
 
 from __future__ import annotations
@@ -16,22 +25,24 @@ from alloc.domain import (
     Action,
     BudgetPath,
     Decision,
-    HostName,
     Occupancy,
     Plan,
-    Reason,
     Snapshot,
-    Topology,
     Workload,
     WorkloadId,
 )
 from alloc.policy.contract import Standing, runtime_delta, standings
-from alloc.readable import counted, duration, moment
+from alloc.readable import counted
 from alloc.solve.across import entitlement_problems
 from alloc.solve.memo import RoundMemo
-from alloc.solve.placement import PlaceIndex, place
-from alloc.solve.problem import HostArrays, host_arrays, shapes_of
-from alloc.solve.reserve import Held, Reserved, off_reserved, reservations
+from alloc.solve.problem import HostArrays, host_arrays
+from alloc.solve.reserve import Held
+from alloc.solve.validate_contract import decision_problems
+from alloc.solve.validate_placement import drain_problems, overfull
+from alloc.solve.validate_reserved import reservation_problems
+from alloc.solve.validate_waiting import priority_order, unallocated_yields
+
+__all__ = ["decision_problems", "validate"]  # decision_problems: for validate_event
 
 
 def validate(
@@ -145,381 +156,15 @@ def validate(
         checked.clear()
         checked.update(sound)
     np.add.at(used, at, gpus)
-    for i in np.flatnonzero(used > hosts.cap):
-        name = hosts.names[i]
-        holders = ", ".join(
-            f"{d.workload} {d.hosts[name]}"
-            for d in plan.decisions
-            if d.action.holds_gpus and name in d.hosts
-        )
-        problems.append(
-            f"host {name}: {counted(int(used[i]), 'GPU')} given ({holders}), "
-            f"it has {int(hosts.cap[i])} (1)"
-        )
+    problems += overfull(hosts, plan, used)
     # The checks across decisions read only decisions about known workloads on known hosts.
     if unsound:
         rest = [d for d in rest if d.workload in by_id and all(h in index for h in d.hosts)]
-    reserved, why = _reservations(snapshot, hosts, plan, rest, st, due)
+    reserved, why = reservation_problems(snapshot, hosts, plan, rest, st, due)
     problems += why
-    problems += _unallocated_yields(snapshot, hosts, rest, used, st, reserved)
-    problems += _priority_order(snapshot, hosts, rest, used, reserved)
-    problems += _drains(snapshot, hosts, plan, used)
+    problems += unallocated_yields(snapshot, hosts, rest, used, st, reserved)
+    problems += priority_order(snapshot, hosts, rest, used, reserved)
+    problems += drain_problems(snapshot, hosts, plan, used)
     if entitlement is not None and not unsound:
         problems += entitlement_problems(snapshot, plan, entitlement)
     return problems
-
-
-def decision_problems(snapshot, hosts, w, d, s, max_rt) -> list[str]:  # type: ignore[no-untyped-def]
-    action, occupancy, until = d.action, d.occupancy, d.protected_until
-    keep = action is Action.KEEP
-    out: list[str] = []
-    name = w.id
-    if occupancy is not s.occupancy:
-        out.append(
-            f"{name}: occupancy {occupancy.value}, the contract says {s.occupancy.value} "
-            f"({_why_occupancy(snapshot, w, s)})"
-        )
-    if w.min_runtime_s > max_rt:
-        out.append(
-            f"{name}: minimum runtime {duration(w.min_runtime_s)} is above max_min_runtime "
-            f"{duration(max_rt)} (7)"
-        )
-    if until is not None:
-        if not s.funded:
-            out.append(
-                f"{name}: protected until {moment(until)}, but unfunded work is never "
-                f"protected ({_why_occupancy(snapshot, w, s)}) (5)"
-            )
-        elif occupancy is Occupancy.UNALLOCATED:
-            out.append(
-                f"{name}: protected until {moment(until)}, but it is marked unallocated, "
-                "and unallocated work is never protected (5)"
-            )
-    if w.running:
-        if not keep and action is not Action.PREEMPT:
-            out.append(f"{name}: running, so it is kept or preempted, not '{action.value}'")
-    elif action is not Action.START and action is not Action.WAIT:
-        out.append(f"{name}: queued, so it starts or waits, not '{action.value}'")
-    if s.forced is Action.KEEP and not keep:
-        if s.forced_reason is Reason.COSTLY_TO_STOP:
-            ran = w.running_seconds(snapshot.now)
-            interval = snapshot.policy.checkpoint_interval_s
-            out.append(
-                f"{name}: {action.value}, but it cannot resume and has run {duration(ran)}, "
-                f"longer than the checkpoint interval of {duration(interval)}: the contract "
-                "keeps it to its end (costly_to_stop)"
-            )
-        else:
-            assert s.protected_until is not None
-            out.append(
-                f"{name}: {action.value}, but it is protected until {moment(s.protected_until)} (3)"
-            )
-    if s.forced is Action.PREEMPT and keep:
-        states = {h: snapshot.cluster.by_name[h].state.value for h in w.hosts}
-        bad = ", ".join(f"{h} is {state}" for h, state in states.items() if state != "ready")
-        out.append(f"{name}: kept, but {bad} ({s.forced_reason.value}) (1)")
-    if keep and d.hosts != w.hosts:
-        out.append(f"{name}: kept on {_where(d.hosts)}, but it runs on {_where(w.hosts)}")
-    if keep or action is Action.START:
-        if occupancy is Occupancy.ALLOCATED:
-            start = w.started if w.running else snapshot.now
-            want = start + runtime_delta(w.min_runtime_s)
-            if until != want:
-                given = "not protected" if until is None else f"protected until {moment(until)}"
-                began = "its start at" if w.running else "now,"
-                out.append(
-                    f"{name}: {given}, but its minimum runtime of {duration(w.min_runtime_s)} "
-                    f"from {began} {moment(start)} protects it until {moment(want)}"
-                )
-        if action is Action.START:
-            out += _start_shape(snapshot, hosts, w, d)
-        if d.hosts is not w.hosts:
-            out += [
-                f"{name}: holds {g} GPUs on {h} (a count above 0 for each host it holds)"
-                for h, g in d.hosts.items()
-                if g <= 0
-            ]
-    return out
-
-
-def _where(placement: Mapping[HostName, int]) -> str:
-    """`h1: 8, h2: 8`, or `no host`."""
-    return ", ".join(f"{h}: {g}" for h, g in placement.items()) or "no host"
-
-
-def _why_occupancy(snapshot: Snapshot, w: Workload, s: Standing) -> str:
-    if not w.budget:
-        return "it names no budget, so it is unfunded"
-    if not s.funded:
-        return f"its budget {w.budget} has an effective allocation of 0, so it is unfunded"
-    if w.min_runtime_s == 0:
-        return "its minimum runtime is 0"
-    return f"funded by {w.budget} with a minimum runtime of {duration(w.min_runtime_s)}"
-
-
-def _start_shape(snapshot: Snapshot, hosts: HostArrays, w: Workload, d: Decision) -> list[str]:
-    name = w.id
-    out = []
-    unknown = [h for h in d.hosts if h not in hosts.index]
-    if unknown:
-        return [f"{name}: starts on {', '.join(unknown)}, not hosts of the instance"]
-    idx = [hosts.index[h] for h in d.hosts]
-    if not idx:
-        return [f"{name}: starts on no host (a start names its hosts and their GPUs)"]
-    by_name = snapshot.cluster.by_name
-    for h in idx:
-        host = hosts.names[h]
-        if not hosts.ready[h]:
-            out.append(f"{name}: starts on {host}, which is {by_name[host].state.value} (1)")
-        if w.gpu_type is not None and hosts.types[hosts.type_of[h]] != w.gpu_type:
-            out.append(
-                f"{name}: needs {w.gpu_type} GPUs, but starts on {host}, which has "
-                f"{hosts.types[hosts.type_of[h]]} GPUs (2)"
-            )
-    shape = shapes_of((w,), hosts)[w.id]  # the memo of shape_of on these hosts
-    if shape.single:  # (a gang of whole hosts may hold more GPUs than it asks for)
-        gpus = sum(d.hosts.values())
-        if gpus != w.gpus:
-            out.append(
-                f"{name}: given {counted(gpus, 'GPU')} ({_where(d.hosts)}), but it asks for "
-                f"{counted(w.gpus, 'GPU')} (2)"
-            )
-        if len(idx) != 1:
-            out.append(
-                f"{name}: spread over {len(idx)} hosts ({_where(d.hosts)}), but its "
-                f"{counted(w.gpus, 'GPU')} fit on one host, so it gets one (2)"
-            )
-        return out
-    caps = {int(hosts.cap[h]) for h in idx}
-    types = {hosts.types[hosts.type_of[h]] for h in idx}
-    part = [h for h in idx if d.hosts[hosts.names[h]] != hosts.cap[h]]
-    larger = f"larger than one host ({counted(w.gpus, 'GPU')}), so it gets whole hosts"
-    for h in part:
-        out.append(
-            f"{name}: {larger}, but gets {d.hosts[hosts.names[h]]} of the "
-            f"{counted(int(hosts.cap[h]), 'GPU')} of {hosts.names[h]} (2)"
-        )
-    if len(caps) > 1:
-        sizes = ", ".join(f"{hosts.names[h]} has {int(hosts.cap[h])}" for h in idx)
-        out.append(f"{name}: {larger} of one size, but gets hosts of several ({sizes}) (2)")
-    if len(types) > 1:
-        kinds = ", ".join(f"{hosts.names[h]} {hosts.types[hosts.type_of[h]]}" for h in idx)
-        out.append(f"{name}: {larger} of one GPU type, but gets several ({kinds}) (2)")
-    if not part and len(caps) == 1 and len(types) == 1:
-        size = caps.pop()
-        need = -(-w.gpus // size)
-        if len(idx) != need:
-            out.append(
-                f"{name}: gets {len(idx)} hosts of {counted(size, 'GPU')} for "
-                f"{counted(w.gpus, 'GPU')}, "
-                f"which take {counted(need, 'host')} (2)"
-            )
-    if w.topology is Topology.BLOCK:
-        blocks: dict[str, list[str]] = defaultdict(list)
-        for h in idx:
-            blocks[hosts.blocks[hosts.block_of[h]]].append(hosts.names[h])
-        if len(blocks) > 1:
-            spread = "; ".join(f"{b}: {', '.join(names)}" for b, names in blocks.items())
-            out.append(
-                f"{name}: topology block, but starts across {len(blocks)} blocks ({spread}) (2)"
-            )
-    return out
-
-
-def _free_after(hosts: HostArrays, used: np.ndarray) -> np.ndarray:
-    return np.where(hosts.ready, np.maximum(hosts.cap - used, 0), 0)
-
-
-def _reservations(snapshot, hosts, plan, rest, st, due) -> tuple[Reserved, list[str]]:  # type: ignore[no-untyped-def]
-    """Hosts the plan holds back for blocked gangs (models/round.md 8). Optional: a plan need
-    not reserve, but each reservation it declares must be the rule's own, recomputed here, and
-    no allocated work may start on its hosts but backfill (8.5): a start whose protection ends
-    by the host's `ready_at`, naming the gangs whose hosts it takes. Returns the reservations
-    and the problems."""
-    out = []
-    held: list[Held] = []
-    if plan.reservations:
-        rule_of = {
-            r.workload: r for r in (reservations(snapshot, st, hosts) if due is None else due)
-        }
-        for r in plan.reservations:
-            rule = rule_of.get(r.workload)
-            if rule is None or {hosts.names[h] for h in rule.hosts} != set(r.hosts):
-                meant = (
-                    "nothing"
-                    if rule is None
-                    else ", ".join(sorted(hosts.names[h] for h in rule.hosts))
-                )
-                out.append(
-                    f"{r.workload}: reserves {', '.join(r.hosts)}, but the rule reserves "
-                    f"{meant} for it (8)"
-                )
-                continue
-            held.append(rule)
-    reserved = Reserved(tuple(held), hosts)
-    for d in rest:
-        if d.action is not Action.START:
-            continue
-        placement = {hosts.index[h]: g for h, g in d.hosts.items()}
-        allocated = d.occupancy is Occupancy.ALLOCATED
-        lease = reserved.backfill_for(d.workload, placement) if allocated else ()
-        if tuple(sorted(d.backfill_for)) != lease:  # a set of gangs: any order
-            out.append(
-                f"{d.workload}: starts as backfill for {list(d.backfill_for)}, but the hosts "
-                f"it takes are reserved for {list(lease)} (a start names them: 8.5)"
-            )
-        if d.workload in reserved.gangs and allocated:
-            blocked = reserved.mask  # a reserving gang does not fit this round (8)
-        elif lease:
-            blocked = reserved.blocked(reserved.level(snapshot.by_id[d.workload], snapshot.now))
-        else:
-            continue
-        for h, i in zip(d.hosts, placement, strict=True):
-            if blocked[i]:
-                out.append(
-                    f"{d.workload}: starts on {h}, which is reserved for a gang "
-                    f"({reserved.gang_of[i]}, ready at {reserved.held_at(i).isoformat()}) "
-                    "before its minimum runtime ends (8.5)"
-                )
-    return reserved, out
-
-
-def _waiting_shape(reserved: Reserved, w: Workload, shape, now):  # type: ignore[no-untyped-def]
-    """Where waiting allocated `w` could start under the plan's reservations (8.5)."""
-    if not reserved:
-        return shape
-    if w.id in reserved.gangs:
-        return off_reserved(shape, reserved.mask)
-    return reserved.shape_for(w, shape, now)
-
-
-def _unallocated_yields(snapshot, hosts, rest, used, st, reserved) -> list[str]:  # type: ignore[no-untyped-def]
-    """(4) Unallocated work never holds GPUs a waiting allocated workload could use (not those
-    of reserved hosts it may not backfill: section 8)."""
-    at: list[int] = []
-    gpus: list[int] = []
-    asked: list[Decision] = []  # allocated work waiting or preempted: could it have used them?
-    index = hosts.index
-    holders: defaultdict[int, list[WorkloadId]] = defaultdict(list)  # unallocated, by host
-    for d in rest:
-        action = d.action
-        if d.occupancy is Occupancy.ALLOCATED:
-            if action is Action.WAIT or action is Action.PREEMPT:
-                asked.append(d)
-        elif action.holds_gpus:
-            for h, g in d.hosts.items():
-                at.append(index[h])
-                gpus.append(g)
-                holders[index[h]].append(d.workload)
-    if not at or not asked:
-        return []
-    unallocated = np.zeros(hosts.count, np.int64)
-    np.add.at(unallocated, at, gpus)
-    if not unallocated.any():
-        return []
-    room = _free_after(hosts, used - unallocated)
-    waiting = [snapshot.by_id[d.workload] for d in asked if d.action is Action.WAIT]
-    shapes = {
-        wid: _waiting_shape(reserved, snapshot.by_id[wid], sh, snapshot.now)
-        for wid, sh in shapes_of(waiting, hosts).items()
-    }
-    fits = {id(sh): place(sh, room, hosts) for sh in shapes.values()}
-
-    def held_by(where: list[int]) -> str:
-        names = sorted({v for i in where for v in holders.get(i, ())})
-        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        return f"{', '.join(hosts.names[i] for i in where)}, held by unallocated {shown}"
-
-    out = []
-    for d in asked:
-        w = snapshot.by_id[d.workload]
-        found = fits[id(shapes[w.id])] if d.action is Action.WAIT else None
-        if found is not None:
-            out.append(
-                f"{w.id}: waits for {counted(w.gpus, 'GPU')}, which it would have on "
-                f"{held_by(sorted(found))} (4)"
-            )
-        if (
-            d.action is Action.PREEMPT
-            and st[w.id].forced is None
-            and all(room[hosts.index[h]] >= g for h, g in w.hosts.items())
-        ):
-            mine = sorted(hosts.index[h] for h in w.hosts)
-            out.append(
-                f"{w.id}: preempted, but only unallocated work wants its GPUs on "
-                f"{held_by(mine)} (4)"
-            )
-    return out
-
-
-def _priority_order(snapshot, hosts, rest, used, reserved) -> list[str]:  # type: ignore[no-untyped-def]
-    """(6) Inside one budget node, no start ahead of a waiting higher-priority workload that
-    fits in its place (compared within one occupancy class; see models/round.md). Under the
-    plan's reservations an allocated workload fits only where it may backfill (section 8.5)."""
-    starts = defaultdict(list)
-    waits = defaultdict(list)
-    for d in rest:
-        w = snapshot.by_id[d.workload]
-        key = (w.budget, d.occupancy)
-        if d.action is Action.START:
-            starts[key].append((w, d))
-        elif d.action is Action.WAIT:
-            waits[key].append(w)
-    free = _free_after(hosts, used)
-    shapes = shapes_of((w for ws in waits.values() for w in ws), hosts)
-    if reserved:
-        for (_, occupancy), ws in waits.items():
-            if occupancy is not Occupancy.ALLOCATED:
-                continue
-            for w in ws:
-                shapes[w.id] = _waiting_shape(reserved, w, shapes[w.id], snapshot.now)
-    out = []
-    for key, started in starts.items():
-        by_level: dict[int, tuple[list, PlaceIndex]] = {}
-        for b in waits.get(key, ()):
-            if b.priority not in by_level:
-                ahead = [(a, d) for a, d in started if a.priority < b.priority]
-                places = [{hosts.index[h]: g for h, g in d.hosts.items()} for _, d in ahead]
-                by_level[b.priority] = (ahead, PlaceIndex(hosts, places))
-            ahead, index = by_level[b.priority]
-            found = index.find(shapes[b.id], free) if ahead else None
-            if found is not None:
-                a = ahead[found][0]
-                out.append(
-                    f"{a.id} (priority {a.priority}) starts ahead of {b.id} "
-                    f"(priority {b.priority}), which fits in its place (6)"
-                )
-    return out
-
-
-def _drains(snapshot, hosts, plan, used) -> list[str]:  # type: ignore[no-untyped-def]
-    out = []
-    listed = set(plan.drained_hosts)
-    cluster = snapshot.cluster.hosts
-    drained = hosts.draining & (used == 0)
-    for i in sorted({*np.flatnonzero(drained).tolist(), *(hosts.index.get(n, -1) for n in listed)}):
-        if i < 0:
-            continue  # unknown: below
-        h = cluster[i]
-        empty = used[i] == 0
-        if h.name in listed and not h.state.draining:
-            out.append(
-                f"host {h.name}: listed as drained, but it is {h.state.value} (only unhealthy "
-                "and retired hosts drain)"
-            )
-        if h.name in listed and not empty:
-            holding = ", ".join(
-                d.workload for d in plan.decisions if d.action.holds_gpus and h.name in d.hosts
-            )
-            out.append(
-                f"host {h.name}: listed as drained, but {counted(int(used[i]), 'GPU')} of it "
-                f"stay held ({holding})"
-            )
-        if h.state.draining and empty and h.name not in listed:
-            out.append(
-                f"host {h.name}: {h.state.value} and empty after the plan, so drained, but not "
-                "listed in drained_hosts"
-            )
-    for name in sorted(listed - set(hosts.index)):
-        out.append(f"host {name}: listed as drained, but not a host of the instance")
-    return out
