@@ -31,6 +31,32 @@ app = typer.Typer(
 )
 
 
+def _print_version(wanted: bool) -> None:
+    """`alloc --version`: the installed package's version (read when asked, not at start-up)."""
+    if not wanted:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        number = version("alloc")
+    except PackageNotFoundError:  # a source tree on the path, not installed
+        from alloc import __version__ as number
+    out.print(f"alloc {number}", markup=False, highlight=False)
+    raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Optimization-based batch allocator for shared GPU training clusters."""
+
+
 @app.command()
 def solve(
     instance: Annotated[Path, typer.Argument(help="Instance YAML (see `alloc schema`).")],
