@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.live_cmd import live, status
+from alloc.cli.params import number, whole
 from alloc.cli.plans import check_solver, checked_plan, same_instance
 from alloc.cli.queue_cmd import queue
 from alloc.io.errors import InputError
@@ -67,7 +68,7 @@ def solve(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the plan JSON.")
     ] = None,
-    depth: Annotated[int, typer.Option(help="Budget tree levels shown.")] = 2,
+    depth: Annotated[int, whole(min=1, help="Budget tree levels shown.")] = 2,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan JSON instead.")] = False,
 ) -> None:
     """Solve one round and print its summary (and write the plan with -o)."""
@@ -180,30 +181,26 @@ app.command(name="queue")(queue)
 @app.command()
 def generate(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
-    hosts: Annotated[int, typer.Option(min=1, help="Hosts.")] = 128,
-    gpus_per_host: Annotated[int, typer.Option(min=1, help="GPUs per host.")] = 8,
-    hosts_per_block: Annotated[int, typer.Option(min=1, help="Hosts per network block.")] = 32,
+    hosts: Annotated[int, whole(min=1, help="Hosts.")] = 128,
+    gpus_per_host: Annotated[int, whole(min=1, help="GPUs per host.")] = 8,
+    hosts_per_block: Annotated[int, whole(min=1, help="Hosts per network block.")] = 32,
     levels: Annotated[
         str, typer.Option(help="Budget nodes per level, e.g. 4,15,150.")
     ] = "4,15,150",
-    depth: Annotated[int | None, typer.Option(min=1, help="Tree depth (with --width).")] = None,
-    width: Annotated[int | None, typer.Option(min=1, help="Children per node.")] = None,
-    demand: Annotated[float, typer.Option(min=0.0, help="Demand / ready GPUs.")] = 2.5,
+    depth: Annotated[int | None, whole(min=1, help="Tree depth (with --width).")] = None,
+    width: Annotated[int | None, whole(min=1, help="Children per node.")] = None,
+    demand: Annotated[float, number(min=0.0, help="Demand / ready GPUs.")] = 2.5,
     sizes: Annotated[str | None, typer.Option(help="Size mix, e.g. 1:0.5,8:0.3,64:0.2.")] = None,
-    running: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of GPUs busy.")] = 0.9,
+    running: Annotated[float, number(min=0.0, max=1.0, help="Share of GPUs busy.")] = 0.9,
     protected: Annotated[
         float,
-        typer.Option(
-            min=0.0, max=1.0, help="Of running allocated work, the share still protected."
-        ),
+        number(min=0.0, max=1.0, help="Of running allocated work, the share still protected."),
     ] = 0.5,
     unallocated: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Share of workloads with minimum runtime 0.")
+        float, number(min=0.0, max=1.0, help="Share of workloads with minimum runtime 0.")
     ] = 0.15,
-    unhealthy: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Share of hosts unhealthy.")
-    ] = 0.0,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
+    unhealthy: Annotated[float, number(min=0.0, max=1.0, help="Share of hosts unhealthy.")] = 0.0,
+    seed: Annotated[int, whole(help="Random seed.")] = 1,
 ) -> None:
     """Generate a seeded instance shaped like a research lab."""
     from alloc.generate import DEFAULT_SIZES, GeneratorSpec
