@@ -37,6 +37,7 @@ __all__ = [
     "has_gpu_types",
     "in_subtree",
     "known_paths",
+    "queue_positions",
     "queue_rows",
     "record",
     "select",
@@ -77,6 +78,7 @@ class QueueRow:
     submitted: datetime
     started: datetime | None
     protected_until: datetime | None
+    position: int | None = None  # place in the queue (queue_positions); None: running, or unranked
 
 
 def state_of(w: Workload, d: Decision, now: datetime) -> State:
@@ -87,6 +89,15 @@ def state_of(w: Workload, d: Decision, now: datetime) -> State:
     if d.protected_until is not None and d.protected_until > now:
         return State.RUNNING_PROTECTED
     return State.RUNNING
+
+
+def queue_positions(snapshot: Snapshot, order: Sequence[WorkloadId]) -> dict[WorkloadId, int]:
+    """Each queued workload's place in the queue: the round's order counting queued work only,
+    1 first (the `#` of `alloc status`, the `position` of `alloc queue`). The round's rank also
+    counts the running work it weighs against the queue (kept, or rebalanced, past its
+    protection), so the first queued workload's rank is rarely 1."""
+    queued = {w.id for w in snapshot.workloads if not w.running}
+    return {wid: i + 1 for i, wid in enumerate(wid for wid in order if wid in queued)}
 
 
 def queue_rows(
@@ -101,6 +112,7 @@ def queue_rows(
     (`RoundContext.order`)."""
     now = snapshot.now
     rank = {wid: i + 1 for i, wid in enumerate(order)}
+    position = queue_positions(snapshot, order)
     rows = []
     for w in snapshot.workloads:
         d = plan.decision(w.id)
@@ -123,6 +135,7 @@ def queue_rows(
                 submitted=w.submitted,
                 started=w.started,
                 protected_until=d.protected_until,
+                position=position.get(w.id),
             )
         )
     return sort_rows(rows, None)
@@ -231,6 +244,7 @@ FIELDS = (
     "submitted",
     "started",
     "protected_until",
+    "position",
 )
 
 
@@ -255,6 +269,7 @@ def record(r: QueueRow) -> dict[str, object]:
         "submitted": _time(r.submitted),
         "started": _time(r.started),
         "protected_until": _time(r.protected_until),
+        "position": r.position,
     }
 
 

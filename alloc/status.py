@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from alloc.domain import Action, Plan, WorkloadId, path_prefixes
+from alloc.queue import queue_positions
 from alloc.report.fmt import duration, ratio
 from alloc.solve.context import RoundContext
 
 
 @dataclass(frozen=True, slots=True)
 class QueueRow:
-    rank: int | None  # place in the round's order; None: it cannot start on this cluster now
+    position: int | None  # place in the queue (alloc.queue.queue_positions); None: cannot start now
     workload: WorkloadId
     budget: str
     gpus: int
@@ -31,13 +32,13 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
     entitlement, then unallocated work), then queued work that cannot start now."""
     snapshot = ctx.snapshot
     ratios = ctx.share.ratios
-    rank = {wid: i + 1 for i, wid in enumerate(ctx.order)}
+    position = queue_positions(snapshot, ctx.order)
     queued = [w for w in snapshot.workloads if not w.running]
-    queued.sort(key=lambda w: (rank.get(w.id, math.inf), w.submitted, w.id))
+    queued.sort(key=lambda w: (position.get(w.id, math.inf), w.submitted, w.id))
     rows = []
     for w in queued:
         d = plan.decision(w.id)
-        if w.id not in rank:
+        if w.id not in position:
             standing = "cannot start now"
         elif w.id in ctx.share.entitled:
             standing = "entitled"
@@ -52,7 +53,7 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
         )
         rows.append(
             QueueRow(
-                rank.get(w.id),
+                position.get(w.id),
                 w.id,
                 w.budget or "-",
                 w.gpus,

@@ -338,7 +338,9 @@ def flow(
 
     rng = random.Random(seed)
     namespace = f"flow-{uuid.uuid4().hex[:6]}"
-    work = Path(workdir or tempfile.mkdtemp(prefix="kube-flow-"))
+    # Absolute: a relative sqlite:/// state in the config lies beside the config, and
+    # rounds_recorded's beside the working folder.
+    work = Path(workdir or tempfile.mkdtemp(prefix="kube-flow-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     for old in ("state.db", "controller.log"):  # a run of its own, whatever was there
         (work / old).unlink(missing_ok=True)

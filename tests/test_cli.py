@@ -286,6 +286,15 @@ def test_generate_with_malformed_levels_exits_2_and_writes_nothing(tmp_path):
     assert not (tmp_path / "g.yaml").exists()
 
 
+def test_version_prints_the_installed_package_version_and_exits_0():
+    from importlib.metadata import version
+
+    for args in (["--version"], ["--version", "solve", "missing.yaml"]):  # eager: before all
+        result = run(*args)
+        assert result.exit_code == 0, result.output
+        assert result.stdout == f"alloc {version('alloc')}\n"
+
+
 def test_the_module_runs_as_a_program_with_exit_2_on_bad_input(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "alloc.cli.app", "solve", str(tmp_path / "nope.yaml")],

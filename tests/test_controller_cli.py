@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from alloc.cli.app import app
 from alloc.controller import StateStore
+from alloc.io.controller_config import state_url
 
 LAB = """\
 now: 2026-11-30T00:00:00Z
@@ -72,6 +73,7 @@ def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_p
     (row,) = [line for line in lines if line.split()[:2] == ["-", "c"]]  # rank -: cannot start
     (last,) = [line for line in lines if line.split()[:1] == ["c"]]  # what was last decided
     assert "vision" in row and "wait (no_room)" in row and "cannot start now" in row
+    assert "#: place in the queue, in the round's order (-: it cannot start now)" in status.stdout
     assert "running: 2 kept" in status.stdout
     # Which kind of round last decided each workload: here, full rounds (no event came).
     assert "full round" in last and "15 min ago" in last and "wait (no_room)" in last
@@ -111,6 +113,49 @@ def test_a_bad_controller_config_is_bad_input(config, tmp_path, change, named):
         for text in named:
             assert text in result.stderr, (text, result.stderr)
     assert not (tmp_path / "state.db").exists()
+
+
+def test_a_relative_sqlite_state_is_kept_beside_the_config_wherever_alloc_runs(
+    config, tmp_path, monkeypatch
+):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    written = config.read_text().replace(f"sqlite:///{tmp_path}/", "sqlite:///")
+    assert "state: sqlite:///state.db" in written
+    config.write_text(written)
+    assert alloc("controller", "run", "--config", config, "--rounds", "1").exit_code == 0
+    assert (tmp_path / "state.db").exists() and not list(elsewhere.iterdir())
+    status = alloc("status", "--config", config)  # reads the same state
+    assert status.exit_code == 0, status.stderr
+    assert "rounds: 1 " in status.stdout
+
+
+@pytest.mark.parametrize(
+    ("written", "used"),
+    [
+        ("sqlite:///state.db", "sqlite:///conf/state.db"),
+        ("sqlite:///run/state.db?timeout=5", "sqlite:///conf/run/state.db?timeout=5"),
+        ("sqlite+pysqlite:///../state.db", "sqlite+pysqlite:///conf/../state.db"),
+        ("sqlite:////var/lib/alloc/state.db", "sqlite:////var/lib/alloc/state.db"),
+        ("sqlite://", "sqlite://"),
+        ("sqlite:///:memory:", "sqlite:///:memory:"),
+        ("sqlite:///file:state.db?uri=true", "sqlite:///file:state.db?uri=true"),
+        ("postgresql+psycopg://alloc@db/alloc", "postgresql+psycopg://alloc@db/alloc"),
+    ],
+    ids=[
+        "a file beside the config",
+        "a file in a folder beside it, options kept",
+        "a file above it, with a driver",
+        "an absolute path",
+        "in memory",
+        "in memory, by name",
+        "an SQLite URI",
+        "another database",
+    ],
+)
+def test_a_relative_sqlite_path_is_relative_to_the_config_and_the_rest_as_written(written, used):
+    assert state_url(written, Path("conf")) == used
 
 
 def test_metrics_are_served_for_prometheus(config, tmp_path):

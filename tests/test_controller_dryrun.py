@@ -4,6 +4,7 @@ is done, and the same runs as `alloc simulate` on the same lab and trace."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -333,15 +334,16 @@ def test_bad_clock_options_are_bad_input_and_nothing_is_written(config, tmp_path
 
 
 def test_the_readme_example_runs_to_the_end_of_its_trace(tmp_path):
-    # instances/controller/dry-run.yaml as the README runs it, with its files in tmp_path.
+    # instances/controller/ as a clone has it (dry-run/ holds only its .gitignore), copied.
     here = Path(__file__).parent.parent / "instances" / "controller"
-    for name in ("lab.yaml", "trace.csv"):
-        (tmp_path / name).write_text((here / name).read_text())
-    text = (here / "dry-run.yaml").read_text().replace("/tmp/alloc-dry-run-", f"{tmp_path}/")
-    config = tmp_path / "dry-run.yaml"
-    config.write_text(text)
+    folder = tmp_path / "controller"
+    shutil.copytree(here, folder, ignore=shutil.ignore_patterns("*.db"))
+    config = folder / "dry-run.yaml"
     result = alloc("controller", "run", "--config", config, "--clock", "simulated")
     assert result.exit_code == 0, result.stderr
+    # Its simulated cluster and state are kept beside it, in the folder git ignores.
+    assert {"cluster.db", "state.db"} <= {p.name for p in (folder / "dry-run").iterdir()}
+    assert f"state in sqlite:///{folder}/dry-run/state.db" in result.stderr
     assert "s: the trace is done" in result.stdout
     assert "48 started, 16 preempted" in result.stdout
     settings = load_controller_config(config)

@@ -194,6 +194,28 @@ def test_by_default_running_work_comes_first_then_what_starts_then_what_waits(la
     assert lab_rows[3].rank < lab_rows[4].rank
 
 
+def test_queued_work_is_numbered_from_1_in_the_queue_while_its_rank_counts_running_work(lab_rows):
+    by_id = {r.id: r for r in lab_rows}
+    # The round weighs old's run (past its protection) against the queue: it ranks 2nd, so
+    # typed ranks 3rd, yet typed is second in the queue.
+    assert [(r.id, r.rank, r.position) for r in lab_rows if r.position is not None] == [
+        (LONG_ID, 1, 1),
+        ("typed", 3, 2),
+    ]
+    assert by_id["old"].rank == 2 and by_id["old"].position is None
+    assert by_id["huge"].rank is None and by_id["huge"].position is None  # cannot start
+
+
+def test_status_numbers_the_queue_as_alloc_queue_does(solver):
+    from alloc.status import queue_rows as status_rows
+
+    snapshot = snapshot_of(lab_data())
+    plan = solve_checked(snapshot, solver)
+    numbered = [(r.workload, r.position) for r in status_rows(round_context(snapshot), plan)]
+    assert numbered == [(LONG_ID, 1), ("typed", 2), ("huge", None)]
+    assert numbered == [(r.id, r.position) for r in rows_of(snapshot, plan) if not r.running_s]
+
+
 @pytest.mark.parametrize(
     ("key", "expected"),
     [

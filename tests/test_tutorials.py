@@ -7,6 +7,7 @@ they are skipped, unless CI requires them)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ SHARED = next(
     REPO.parent / "shared",
 )
 ALL = tutorials((REPO / "README.md").read_text(encoding="utf-8"))
+_DRY_RUN_FILES = shutil.ignore_patterns("*.db", "*.db-*")
 
 
 def test_the_readme_has_its_tutorials_in_order():
@@ -34,10 +36,16 @@ def test_the_readme_has_its_tutorials_in_order():
 
 
 def _folder(tmp_path: Path) -> Path:
-    """A user's clone: instances/ here, the workspace's shared/ beside it."""
+    """A user's clone: instances/ here, the workspace's shared/ beside it. instances/controller/
+    is a copy (without the files of an earlier dry run): tutorial 4 keeps its dry run's files
+    there, in dry-run/."""
     clone = tmp_path / "alloc"
-    clone.mkdir()
-    (clone / "instances").symlink_to(REPO / "instances")
+    (clone / "instances").mkdir(parents=True)
+    for entry in (REPO / "instances").iterdir():
+        if entry.name == "controller":
+            shutil.copytree(entry, clone / "instances" / entry.name, ignore=_DRY_RUN_FILES)
+        else:
+            (clone / "instances" / entry.name).symlink_to(entry)
     if SHARED.is_dir():
         (tmp_path / "shared").symlink_to(SHARED)
     return clone

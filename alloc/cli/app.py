@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from alloc.cli.commands import Group
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
+from alloc.cli.params import number, whole
 from alloc.cli.plans import check_solver, checked_plan, same_instance
 from alloc.io.errors import InputError
 from alloc.readable import counted
@@ -31,6 +32,32 @@ app = typer.Typer(
 )
 
 
+def _print_version(wanted: bool) -> None:
+    """`alloc --version`: the installed package's version (read when asked, not at start-up)."""
+    if not wanted:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        number = version("alloc")
+    except PackageNotFoundError:  # a source tree on the path, not installed
+        from alloc import __version__ as number
+    out.print(f"alloc {number}", markup=False, highlight=False)
+    raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Optimization-based batch allocator for shared GPU training clusters."""
+
+
 @app.command()
 def solve(
     instance: Annotated[Path, typer.Argument(help="Instance YAML (see `alloc schema`).")],
@@ -41,7 +68,7 @@ def solve(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the plan JSON.")
     ] = None,
-    depth: Annotated[int, typer.Option(help="Budget tree levels shown.")] = 2,
+    depth: Annotated[int, whole(min=1, help="Budget tree levels shown.")] = 2,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan JSON instead.")] = False,
 ) -> None:
     """Solve one round and print its summary (and write the plan with -o)."""
@@ -152,30 +179,26 @@ def explain(
 @app.command()
 def generate(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
-    hosts: Annotated[int, typer.Option(min=1, help="Hosts.")] = 128,
-    gpus_per_host: Annotated[int, typer.Option(min=1, help="GPUs per host.")] = 8,
-    hosts_per_block: Annotated[int, typer.Option(min=1, help="Hosts per network block.")] = 32,
+    hosts: Annotated[int, whole(min=1, help="Hosts.")] = 128,
+    gpus_per_host: Annotated[int, whole(min=1, help="GPUs per host.")] = 8,
+    hosts_per_block: Annotated[int, whole(min=1, help="Hosts per network block.")] = 32,
     levels: Annotated[
         str, typer.Option(help="Budget nodes per level, e.g. 4,15,150.")
     ] = "4,15,150",
-    depth: Annotated[int | None, typer.Option(min=1, help="Tree depth (with --width).")] = None,
-    width: Annotated[int | None, typer.Option(min=1, help="Children per node.")] = None,
-    demand: Annotated[float, typer.Option(min=0.0, help="Demand / ready GPUs.")] = 2.5,
+    depth: Annotated[int | None, whole(min=1, help="Tree depth (with --width).")] = None,
+    width: Annotated[int | None, whole(min=1, help="Children per node.")] = None,
+    demand: Annotated[float, number(min=0.0, help="Demand / ready GPUs.")] = 2.5,
     sizes: Annotated[str | None, typer.Option(help="Size mix, e.g. 1:0.5,8:0.3,64:0.2.")] = None,
-    running: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of GPUs busy.")] = 0.9,
+    running: Annotated[float, number(min=0.0, max=1.0, help="Share of GPUs busy.")] = 0.9,
     protected: Annotated[
         float,
-        typer.Option(
-            min=0.0, max=1.0, help="Of running allocated work, the share still protected."
-        ),
+        number(min=0.0, max=1.0, help="Of running allocated work, the share still protected."),
     ] = 0.5,
     unallocated: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Share of workloads with minimum runtime 0.")
+        float, number(min=0.0, max=1.0, help="Share of workloads with minimum runtime 0.")
     ] = 0.15,
-    unhealthy: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Share of hosts unhealthy.")
-    ] = 0.0,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
+    unhealthy: Annotated[float, number(min=0.0, max=1.0, help="Share of hosts unhealthy.")] = 0.0,
+    seed: Annotated[int, whole(help="Random seed.")] = 1,
 ) -> None:
     """Generate a seeded instance shaped like a research lab."""
     from alloc.generate import DEFAULT_SIZES, GeneratorSpec

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from alloc.cli.common import err, guarded, out
+from alloc.cli.params import whole
 from alloc.io import InputError
 from alloc.readable import count, duration
 
@@ -29,7 +30,7 @@ def run(
         str | None, typer.Option(help="The cluster manager driven (default: the config's).")
     ] = None,
     rounds: Annotated[
-        int | None, typer.Option(min=1, help="Stop after this many rounds (default: never).")
+        int | None, whole(min=1, help="Stop after this many rounds (default: never).")
     ] = None,
     clock: Annotated[
         str,

@@ -91,7 +91,7 @@ def status(
             ],
             [
                 [
-                    count(r.rank) if r.rank else "-",
+                    count(r.position) if r.position else "-",
                     r.workload,
                     r.budget,
                     count(r.gpus),
@@ -105,7 +105,10 @@ def status(
             ],
             title=f"{snapshot.cluster.name} at {snapshot.now:%Y-%m-%d %H:%M:%S %Z}: queue in "
             "the round's order (lower fair-share ratio first, level by level)",
-            legend=["ratios: the fair-share ratios along its budget path, from the top down"],
+            legend=[
+                "#: place in the queue, in the round's order (-: it cannot start now)",
+                "ratios: the fair-share ratios along its budget path, from the top down",
+            ],
         )
         if last:
             now_s = snapshot.now.timestamp()

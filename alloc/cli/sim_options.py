@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from alloc.cli.common import check_writable, console
+from alloc.cli.params import number, whole
 from alloc.io.durations import parse_duration
 from alloc.io.errors import InputError, read_input
 
@@ -34,8 +35,8 @@ SyntheticOpt = Annotated[
         "--synthetic", help="Use the built-in generator (and the built-in lab if no LAB is given)."
     ),
 ]
-DaysOpt = Annotated[float, typer.Option(min=0.001, help="Simulated days.")]
-SeedOpt = Annotated[int, typer.Option(help="Seed of the generator and the failure model.")]
+DaysOpt = Annotated[float, number(above=0.0, help="Simulated days.")]
+SeedOpt = Annotated[int, whole(help="Seed of the generator and the failure model.")]
 StartOpt = Annotated[
     str | None,
     typer.Option(
@@ -209,7 +210,7 @@ def _check_new_ledger(path: Path) -> None:
 
 LegacyTopOpt = Annotated[
     float,
-    typer.Option(
+    number(
         min=0.0,
         max=1.0,
         help="legacy-priority: fraction of submissions made at the highest level (users' "
@@ -247,7 +248,7 @@ ValidatePassesOpt = Annotated[
 ]
 LegacyCapOpt = Annotated[
     float,
-    typer.Option(
+    number(
         min=0.0,
         help="legacy-priority: non-preemptible GPUs per team, as a multiple of its share.",
     ),

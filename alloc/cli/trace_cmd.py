@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
+from alloc.cli.params import choice, number, whole
 from alloc.io.errors import InputError
 from alloc.readable import count, counted, duration
 
@@ -33,7 +34,7 @@ class Source(StrEnum):
 
 @trace_app.command("import")
 def import_trace(
-    kind: Annotated[Source, typer.Argument(help="philly or itp.")],
+    kind: Annotated[Source, choice(Source, help="philly or itp.")],
     source: Annotated[
         Path,
         typer.Argument(
@@ -46,14 +47,14 @@ def import_trace(
         Path | None, typer.Option("--lab", help="Also write a matching instance YAML.")
     ] = None,
     gpus_per_node: Annotated[
-        int | None, typer.Option(min=1, help="philly only: GPUs per node (default 8).")
+        int | None, whole(min=1, help="philly only: GPUs per node (default 8).")
     ] = None,
     tenants: Annotated[
-        int | None, typer.Option(min=1, help="itp only: tenants to assign (default 8).")
+        int | None, whole(min=1, help="itp only: tenants to assign (default 8).")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the minimum-runtime and tenant draws.")] = 1,
+    seed: Annotated[int, whole(help="Seed of the minimum-runtime and tenant draws.")] = 1,
     unallocated: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Fraction of jobs with minimum runtime 0.")
+        float, number(min=0.0, max=1.0, help="Fraction of jobs with minimum runtime 0.")
     ] = 0.1,
 ) -> None:
     """Convert a real trace into a trace CSV; print what was imported, dropped and assumed."""

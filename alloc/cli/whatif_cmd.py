@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from alloc.cli.common import check_writable, guarded, say_replaced, write_atomically
+from alloc.cli.params import whole
 from alloc.cli.sim_options import (
     CheckpointOpt,
     DaysOpt,
@@ -55,7 +56,7 @@ def whatif(
     seed: SeedOpt = 1,
     start: StartOpt = None,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("whatif-out"),
-    jobs: Annotated[int, typer.Option(min=1, help="Runs in parallel processes.")] = 1,
+    jobs: Annotated[int, whole(min=1, help="Runs in parallel processes.")] = 1,
     teams: Annotated[
         bool, typer.Option("--teams", help="Also print the table per team and run.")
     ] = False,

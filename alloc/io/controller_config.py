@@ -7,7 +7,7 @@ executor: slurm            # slurm | kubernetes | sim (a simulated cluster in a 
 interval: 60s              # a round at least this often
 event_poll: 2s             # and one early when the cluster changes (looked at this often; 0: off)
 min_round_gap: 10s         # but not sooner than this after the last round
-state: sqlite:///var/lib/alloc/state.db   # or postgresql://user@host/alloc (SQLAlchemy URL)
+state: sqlite:////var/lib/alloc/state.db  # or postgresql://user@host/alloc (SQLAlchemy URL)
 policy: {solver: milp, time_limit: 10s}   # as in an instance
 budgets:                   # the allocation tree, as in an instance
   name: lab
@@ -42,6 +42,10 @@ sim:                       # executor sim: paths relative to this file
   cluster: sim-cluster.db  # where the simulated cluster keeps its state (created if absent)
   step: 5m                 # simulated time between two rounds
 ```
+
+Relative paths are relative to the config's folder, wherever the command runs: the `sim` files
+and an SQLite state file, `sqlite:///state.db` (three slashes and a relative path: `state.db`
+beside the config; four slashes for an absolute path, `sqlite:////var/lib/alloc/state.db`).
 """
 
 from __future__ import annotations
@@ -101,7 +105,7 @@ class ControllerIn(_Strict):
     interval: Duration = 60.0
     event_poll: Duration = 2.0
     min_round_gap: Duration = 10.0
-    state: Name = "sqlite:///alloc-state.db"
+    state: Name = "sqlite:///alloc-state.db"  # beside the config (state_url)
     policy: PolicyIn = PolicyIn()
     budgets: BudgetIn
     slurm: SlurmIn = SlurmIn()
@@ -164,6 +168,23 @@ class ControllerSettings:
     file: str = ""
 
 
+def state_url(url: str, folder: Path) -> str:
+    """The state store's SQLAlchemy URL, an SQLite file given by a relative path taken as
+    relative to `folder` (the config's): `sqlite:///state.db` -> `sqlite:///conf/state.db`, as
+    the `sim` paths are (SQLAlchemy would take it as relative to the working directory, so
+    `alloc status` run elsewhere would open another, empty state). An absolute path
+    (`sqlite:////var/lib/alloc/state.db`), an in-memory database (`sqlite://`,
+    `sqlite:///:memory:`), an SQLite URI (`sqlite:///file:...?uri=true`) and other databases
+    are kept as written."""
+    scheme, sep, rest = url.partition(":///")
+    if not sep or scheme.split("+")[0] != "sqlite":
+        return url
+    file, query, options = rest.partition("?")
+    if not file or file == ":memory:" or file.startswith(("/", "file:")):
+        return url
+    return f"{scheme}:///{folder / file}{query}{options}"
+
+
 def load_controller_config(path: str | Path) -> ControllerSettings:
     file = str(path)
     raw, report = load_model(
@@ -186,9 +207,9 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
         queues[queue] = node
     k = raw.kubernetes
     kubeconfig = str(Path(k.kubeconfig).expanduser()) if k.kubeconfig else None
+    here = Path(path).parent
     sim = None
     if raw.sim is not None:
-        here = Path(path).parent
         if raw.sim.step <= 0:
             raise report.error(("sim", "step"), "the simulated step is above 0, e.g. 5m")
         sim = SimSettings(
@@ -201,7 +222,7 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
         name=raw.name,
         executor=raw.executor,
         interval_s=raw.interval,
-        state_url=raw.state,
+        state_url=state_url(raw.state, here),
         event_poll_s=raw.event_poll,
         min_round_gap_s=raw.min_round_gap,
         policy=policy_from(raw.policy),
