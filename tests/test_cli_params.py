@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterator
+from importlib import import_module
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from alloc.cli.app import app
+from alloc.cli.commands import COMMANDS
 from alloc.cli.params import Number
 
 
@@ -128,6 +130,15 @@ def _commands(group: typer.Typer) -> Iterator[tuple[str, Any]]:
     for sub in group.registered_groups:
         assert sub.typer_instance is not None
         yield from _commands(sub.typer_instance)
+    if group is app:  # the commands alloc.cli.commands loads when they run
+        for name, where in COMMANDS.items():
+            if where:
+                module, attribute = where.split(":")
+                found = getattr(import_module(module), attribute)
+                if isinstance(found, typer.Typer):
+                    yield from _commands(found)
+                else:
+                    yield name, found
 
 
 def test_every_numeric_option_of_every_command_is_read_by_alloc():
