@@ -43,6 +43,10 @@ DEFAULT_SIZES = {
 }
 
 
+# Budget nodes a generated tree may have below its root (a lab's tree has hundreds).
+MAX_NODES = 100_000
+
+
 @dataclass(frozen=True, slots=True)
 class GeneratorSpec:
     hosts: int = 128
@@ -50,7 +54,8 @@ class GeneratorSpec:
     hosts_per_block: int = 32
     hosts_per_rack: int = 4
     gpu_type: str = "h100"
-    levels: tuple[int, ...] = (4, 15, 150)  # budget nodes per level below the root
+    levels: tuple[int, ...] = (4, 15, 150)  # budget nodes per level below the root, in all
+    even: bool = False  # every node of a level has as many children (else a random spread)
     demand: float = 2.5  # total GPUs asked for (running + queued) / ready GPUs
     sizes: dict[int, float] = field(default_factory=lambda: dict(DEFAULT_SIZES))
     cap_sizes: bool = True  # drop sizes above a quarter of the ready GPUs
@@ -143,17 +148,21 @@ def _tree(spec: GeneratorSpec, rng: random.Random) -> BudgetTree:
         prefix = "team" if level == 1 else "r"
         return [f"{prefix}{i + 1}" for i in range(count)]
 
+    # Children per node, level by level: `levels[k]` nodes in all at depth k+1, spread over
+    # all the nodes of the level above (each gets at least one), so the tree has exactly the
+    # nodes asked for. `spec.even` gives every node the same number (--depth with --width).
+    per_level = [
+        iter(_split(spec.levels[k + 1], spec.levels[k], rng, spec.even))
+        for k in range(len(spec.levels) - 1)
+    ]
+
     def build(level: int, count: int, parent: str) -> list[BudgetNode]:
         shares = [rng.uniform(0.5, 1.5) for _ in range(count)]
         total = sum(shares)
         percent = [math.floor(1000 * s / total) / 10 for s in shares]
-        kids_of = (
-            _split(spec.levels[level + 1], count, rng)
-            if level + 1 < len(spec.levels)
-            else [0] * count
-        )
         out = []
-        for name, share, kids in zip(names(level, count, parent), percent, kids_of, strict=True):
+        for name, share in zip(names(level, count, parent), percent, strict=True):
+            kids = next(per_level[level]) if level < len(per_level) else 0
             children = tuple(build(level + 1, kids, name)) if kids else ()
             out.append(
                 BudgetNode(name, share / 100, (f"pm-{name}",) if level == 0 else (), children)
@@ -165,8 +174,11 @@ def _tree(spec: GeneratorSpec, rng: random.Random) -> BudgetTree:
     )
 
 
-def _split(total: int, parts: int, rng: random.Random) -> list[int]:
-    """Spread `total` children over `parts` parents, at least one each."""
+def _split(total: int, parts: int, rng: random.Random, even: bool = False) -> list[int]:
+    """Spread `total` children over `parts` parents (total >= parts), at least one each: at
+    random, or `even`ly (the first `total % parts` parents get one more)."""
+    if even:
+        return [total // parts + (i < total % parts) for i in range(parts)]
     counts = [1] * parts
     for _ in range(max(0, total - parts)):
         counts[rng.randrange(parts)] += 1

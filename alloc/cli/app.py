@@ -201,7 +201,7 @@ def generate(
     seed: Annotated[int, whole(help="Random seed.")] = 1,
 ) -> None:
     """Generate a seeded instance shaped like a research lab."""
-    from alloc.generate import DEFAULT_SIZES, GeneratorSpec
+    from alloc.generate import DEFAULT_SIZES, MAX_NODES, GeneratorSpec
     from alloc.generate import generate as make
     from alloc.io import dump_instance
 
@@ -210,7 +210,14 @@ def generate(
         if depth is not None or width is not None:
             if depth is None or width is None:
                 raise InputError("alloc generate", "--depth", "--depth and --width go together")
-            tree = tuple(width**k for k in range(1, depth + 1))
+            tree = tuple(width**k for k in range(1, depth + 1)) if width**depth <= MAX_NODES else ()
+        if not tree or sum(tree) > MAX_NODES:
+            asked = f"{depth} levels of {width}" if depth is not None else levels
+            raise InputError(
+                "alloc generate",
+                "--depth" if depth is not None else "--levels",
+                f"{asked} would make more than {MAX_NODES:,} budget nodes below the root",
+            )
         mix = _parse_sizes(sizes) if sizes else dict(DEFAULT_SIZES)
         cap_sizes = sizes is None  # sizes given explicitly are used as given
         spec = GeneratorSpec(
@@ -218,6 +225,7 @@ def generate(
             gpus_per_host=gpus_per_host,
             hosts_per_block=hosts_per_block,
             levels=tree,
+            even=depth is not None,
             demand=demand,
             sizes=mix,
             running=running,
