@@ -13,7 +13,6 @@ import json
 import resource
 import sys
 import time
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,16 +25,21 @@ from alloc.solve.problem import host_arrays, shapes_of
 from alloc.solve.validate import validate
 from benchmarks.fragmentation import LARGE_GANG_GPUS, FragmentationSpec, fragmentation_snapshot
 
-SMALL_LEVELS = (2, 4, 12)  # budget tree of the 128-GPU instances
+# Budget nodes per level of the scale family's trees: the sizes the generator built for
+# (4, 15, 150) and (2, 4, 12) before it counted every level in all (issue 18), kept so these
+# instances stay as large as those of the results recorded before.
+LEVELS = (4, 15, 600)
+SMALL_LEVELS = (2, 4, 24)  # the 128-GPU instances
 
 
 def build(job: dict[str, Any]) -> Snapshot:
     policy = Policy(mip_gap=job["mip_gap"], time_limit_s=job["time_limit_s"])
     if job["family"] in ("scale", "stopgap"):
         gpus = job["gpus"]
-        spec = GeneratorSpec(hosts=gpus // 8, hosts_per_block=32, demand=3.0, seed=job["seed"])
-        if gpus < 1024:
-            spec = replace(spec, levels=SMALL_LEVELS)
+        levels = LEVELS if gpus >= 1024 else SMALL_LEVELS
+        spec = GeneratorSpec(
+            hosts=gpus // 8, hosts_per_block=32, levels=levels, demand=3.0, seed=job["seed"]
+        )
         return generate(spec, policy)
     if job["family"] == "fragmentation":
         frag = FragmentationSpec(hosts=job["gpus"] // 8, seed=job["seed"])

@@ -282,10 +282,10 @@ def _philly_table(philly: dict[str, dict[str, Any]]) -> list[str]:
     from alloc.traces.philly import ATTRIBUTION
 
     policies = [p for p in POLICIES if f"philly-2gpu/{p}" in philly]
-    days = sorted({r.get("days") for r in philly.values()})
+    days = sorted({r["days"] for r in philly.values() if r.get("days")})
     lines = [
         "",
-        f"Philly replay at 2 GPUs a node ({', '.join(f'{d:g}' for d in days if d)} days; one "
+        f"Philly replay at 2 GPUs a node ({', '.join(f'{d:g}' for d in days)} days; one "
         "run per policy, the trace is fixed; `python -m benchmarks.impact --philly`):",
         "",
         "| figure | " + " | ".join(policies) + " |",

@@ -92,7 +92,9 @@ def _scale(data: dict[str, Any]) -> list[str]:
         "",
         "Generated instances (`alloc.generate`): 8-GPU hosts, blocks of 32 hosts, demand 3x the "
         "cluster, `GeneratorSpec(hosts=GPUs//8, hosts_per_block=32, demand=3.0, seed=s)`, seeds "
-        "1-5; budget tree levels (4, 15, 150) from 1,024 GPUs up and (2, 4, 12) at 128 GPUs. "
+        "1-5; budget trees of (4, 15, 600) nodes per level from 1,024 GPUs up and (2, 4, 24) at "
+        "128 GPUs (`levels=`; before 2026-12-03 these trees were asked as (4, 15, 150) and "
+        "(2, 4, 12), which the generator read per group of siblings). "
         f"Each instance runs once with the greedy and once with the MILP, each in a fresh process; "
         f"time limit {data['time_limit_s']:.0f} s; the MILP stops at the gap given per size.",
         "",

@@ -183,7 +183,7 @@ def generate(
     gpus_per_host: Annotated[int, whole(min=1, help="GPUs per host.")] = 8,
     hosts_per_block: Annotated[int, whole(min=1, help="Hosts per network block.")] = 32,
     levels: Annotated[
-        str, typer.Option(help="Budget nodes per level, e.g. 4,15,150.")
+        str, typer.Option(help="Budget nodes in all at each level below the root, e.g. 4,15,150.")
     ] = "4,15,150",
     depth: Annotated[int | None, whole(min=1, help="Tree depth (with --width).")] = None,
     width: Annotated[int | None, whole(min=1, help="Children per node.")] = None,
@@ -210,13 +210,13 @@ def generate(
         if depth is not None or width is not None:
             if depth is None or width is None:
                 raise InputError("alloc generate", "--depth", "--depth and --width go together")
-            tree = tuple(width**k for k in range(1, depth + 1)) if width**depth <= MAX_NODES else ()
-        if not tree or sum(tree) > MAX_NODES:
-            asked = f"{depth} levels of {width}" if depth is not None else levels
+            tree = _even_levels(depth, width, MAX_NODES)
+        if sum(tree) > MAX_NODES:
+            asked = f"--depth {depth} --width {width}" if depth is not None else levels
             raise InputError(
                 "alloc generate",
                 "--depth" if depth is not None else "--levels",
-                f"{asked} would make more than {MAX_NODES:,} budget nodes below the root",
+                f"{asked} asks for more than {MAX_NODES:,} budget nodes below the root",
             )
         mix = _parse_sizes(sizes) if sizes else dict(DEFAULT_SIZES)
         cap_sizes = sizes is None  # sizes given explicitly are used as given
@@ -246,6 +246,16 @@ def generate(
             err.print(f"instance written to {output}", markup=False)
 
     guarded(act)
+
+
+def _even_levels(depth: int, width: int, most: int) -> tuple[int, ...]:
+    """Nodes per level of a tree `depth` deep whose every node has `width` children, counted
+    only until the tree passes `most` nodes (--depth 1000000 must not compute 10**1000000)."""
+    tree, count = [width], width
+    while len(tree) < depth and count <= most:
+        tree.append(tree[-1] * width)
+        count += tree[-1]
+    return tuple(tree)
 
 
 def _parse_levels(text: str) -> tuple[int, ...]:

@@ -1,0 +1,86 @@
+"""`alloc generate` builds the budget tree it is asked for: `--levels 4,15,150` is 4, 15 and 150
+nodes in all at depths 1, 2 and 3 (not 150 under each of 15), `--depth D --width W` is a tree
+whose every inner node has exactly W children, and a tree too large to be a lab's is bad input
+answered at once (issue 18, point 4)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import solve_checked
+from typer.testing import CliRunner
+
+from alloc.cli.app import app
+from alloc.domain.budget import BudgetNode, BudgetTree
+from alloc.generate import MAX_NODES, GeneratorSpec, generate
+from alloc.io import load_instance
+
+
+def per_depth(tree: BudgetTree) -> list[int]:
+    """Nodes at depths 1, 2, ... of the tree."""
+    counts: Counter[int] = Counter()
+
+    def walk(node: BudgetNode, depth: int) -> None:
+        counts[depth] += 1
+        for child in node.children:
+            walk(child, depth + 1)
+
+    walk(tree.root, 0)
+    return [counts[d] for d in range(1, max(counts) + 1)]
+
+
+def inner_nodes(tree: BudgetTree) -> list[BudgetNode]:
+    return [n for n in tree.nodes.values() if n.children and n is not tree.root]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_levels_are_the_counts_of_nodes_at_each_depth(seed):
+    snapshot = generate(GeneratorSpec(hosts=16, levels=(4, 15, 150), seed=seed))
+    tree = snapshot.budgets
+    assert per_depth(tree) == [4, 15, 150]
+    assert all(n.children for n in inner_nodes(tree))  # every node but a leaf has a child
+    assert sum(1 for _ in tree.leaves()) == 150  # every leaf is at the deepest level
+
+
+def test_equal_levels_give_one_child_each_and_a_single_level_gives_leaves():
+    assert per_depth(generate(GeneratorSpec(hosts=8, levels=(5, 5))).budgets) == [5, 5]
+    assert per_depth(generate(GeneratorSpec(hosts=8, levels=(7,))).budgets) == [7]
+
+
+def test_depth_and_width_give_a_full_tree_through_the_command_line(tmp_path: Path):
+    out = tmp_path / "g.yaml"
+    result = CliRunner().invoke(
+        app, ["generate", "--hosts", "16", "--depth", "6", "--width", "3", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    snapshot = load_instance(out)
+    tree = snapshot.budgets
+    assert per_depth(tree) == [3, 9, 27, 81, 243, 729]
+    assert len(tree.nodes) - 1 == 1092
+    assert {len(n.children) for n in inner_nodes(tree)} == {3}
+    assert len(tree.root.children) == 3
+    for sibling_shares in ([c.share for c in n.children] for n in tree.nodes.values()):
+        assert sibling_shares == [] or sum(sibling_shares) <= 1.0 + 1e-9
+    solve_checked(snapshot, "greedy")  # the deep tree is an instance the round solves
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        (["--depth", "9", "--width", "10"], "--depth"),  # 1.1 billion nodes
+        (["--depth", "1000000000", "--width", "1"], "--depth"),  # a billion, one by one
+        (["--depth", "100000", "--width", "100000"], "--depth"),  # not computed in full
+        (["--levels", f"4,15,{MAX_NODES}"], "--levels"),
+    ],
+)
+def test_a_tree_larger_than_a_lab_is_refused_at_once_and_nothing_written(
+    tmp_path: Path, options, field
+):
+    out = tmp_path / "g.yaml"
+    result = CliRunner().invoke(app, ["generate", *options, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"{field}:" in result.stderr
+    assert f"more than {MAX_NODES:,} budget nodes" in result.stderr
+    assert not out.exists()
