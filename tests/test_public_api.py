@@ -41,6 +41,7 @@ def test_the_domain_and_io_apis_are_pinned():
     }
     assert set(alloc.io.__all__) == {
         "InputError",
+        "SCHEMA_FILE",
         "dump_instance",
         "dump_plan",
         "json_schema",
