@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from alloc.domain import Action, Plan, WorkloadId, path_prefixes
+from alloc.domain import Action, BudgetTree, Plan, Workload, WorkloadId, path_prefixes
 from alloc.queue import queue_positions
 from alloc.report.fmt import duration, ratio
 from alloc.solve.context import RoundContext
@@ -48,8 +48,8 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
             standing = "unallocated"
         path = (
             " > ".join(f"{p} {ratio(ratios.get(p, math.inf), 2)}" for p in path_prefixes(w.budget))
-            if w.budget
-            else "unfunded"
+            if w.budget and ctx.standings[w.id].funded
+            else _unfunded(snapshot.budgets, w)
         )
         rows.append(
             QueueRow(
@@ -65,6 +65,14 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
             )
         )
     return rows
+
+
+def _unfunded(budgets: BudgetTree, w: Workload) -> str:
+    """`unfunded` (no budget), or `unfunded: p has a share of 0%` (effective allocation 0)."""
+    if not w.budget:
+        return "unfunded"
+    zero = next((p for p in path_prefixes(w.budget) if budgets.node(p).share <= 0), None)
+    return f"unfunded: {zero} has a share of 0%" if zero else "unfunded: effective allocation 0"
 
 
 def running_counts(plan: Plan, ctx: RoundContext) -> dict[str, int]:

@@ -6,7 +6,7 @@ Shared by `validate` and the event pass's checks (`validate_event`)."""
 from __future__ import annotations
 
 from alloc.domain import Action, Decision, Occupancy, Reason, Snapshot, Workload
-from alloc.policy.contract import Standing, runtime_delta
+from alloc.policy.contract import Standing, runtime_delta, unfunded_because
 from alloc.readable import duration, moment
 from alloc.solve.problem import HostArrays
 from alloc.solve.validate_placement import start_shape, where
@@ -45,6 +45,11 @@ def decision_problems(
                 f"{name}: protected until {moment(until)}, but it is marked unallocated, "
                 "and unallocated work is never protected (5)"
             )
+    if occupancy is Occupancy.UNALLOCATED and d.reason in _PROTECTED_REASONS:
+        out.append(
+            f"{name}: {action.value} ({d.reason.value}), but it is unallocated "
+            f"({_why_occupancy(snapshot, w, s)}), and unallocated work is never protected (5)"
+        )
     if w.running:
         if not keep and action is not Action.PREEMPT:
             out.append(f"{name}: running, so it is kept or preempted, not '{action.value}'")
@@ -93,11 +98,13 @@ def decision_problems(
     return out
 
 
+_PROTECTED_REASONS = frozenset((Reason.PROTECTED, Reason.COSTLY_TO_STOP))
+
+
 def _why_occupancy(snapshot: Snapshot, w: Workload, s: Standing) -> str:
-    if not w.budget:
-        return "it names no budget, so it is unfunded"
-    if not s.funded:
-        return f"its budget {w.budget} has an effective allocation of 0, so it is unfunded"
+    unfunded = unfunded_because(snapshot.budgets, w)
+    if unfunded is not None:
+        return f"{unfunded}, so it is unfunded"
     if w.min_runtime_s == 0:
         return "its minimum runtime is 0"
     return f"funded by {w.budget} with a minimum runtime of {duration(w.min_runtime_s)}"
