@@ -8,7 +8,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from alloc.domain import Action, BudgetTree, Plan, Workload, WorkloadId, path_prefixes
+from alloc.domain import (
+    Action,
+    BudgetTree,
+    Plan,
+    Reason,
+    Workload,
+    WorkloadId,
+    path_prefixes,
+)
 from alloc.queue import queue_positions
 from alloc.report.fmt import duration, ratio
 from alloc.solve.context import RoundContext
@@ -76,12 +84,15 @@ def _unfunded(budgets: BudgetTree, w: Workload) -> str:
 
 
 def running_counts(plan: Plan, ctx: RoundContext) -> dict[str, int]:
-    """Running workloads by what this round does with them (keep, preempt)."""
+    """Running workloads by what this round does with them (keep, preempt), the work on hosts
+    gone into maintenance apart (an availability event, not a choice of the plan)."""
     out: dict[str, int] = {}
     for w in ctx.snapshot.workloads:
         if w.running:
-            a = plan.decision(w.id).action
-            key = "kept" if a is Action.KEEP else a.value
+            d = plan.decision(w.id)
+            key = "kept" if d.action is Action.KEEP else d.action.value
+            if d.reason is Reason.HOST_MAINTENANCE:
+                key = "preempted as its host went into maintenance"
             out[key] = out.get(key, 0) + 1
     return out
 

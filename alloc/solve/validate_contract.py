@@ -50,6 +50,8 @@ def decision_problems(
             f"{name}: {action.value} ({d.reason.value}), but it is unallocated "
             f"({_why_occupancy(snapshot, w, s)}), and unallocated work is never protected (5)"
         )
+    if action is Action.PREEMPT:
+        out += _maintenance_problems(snapshot, w, d, s)
     if w.running:
         if not keep and action is not Action.PREEMPT:
             out.append(f"{name}: running, so it is kept or preempted, not '{action.value}'")
@@ -99,6 +101,27 @@ def decision_problems(
 
 
 _PROTECTED_REASONS = frozenset((Reason.PROTECTED, Reason.COSTLY_TO_STOP))
+
+
+def _maintenance_problems(snapshot: Snapshot, w: Workload, d: Decision, s: Standing) -> list[str]:
+    """(3) Work on a host in maintenance is preempted with reason host_maintenance, even when
+    protected: an availability event, counted apart from the plan's own preemptions; and no
+    preemption the plan chose is passed off as one."""
+    down = s.forced_reason is Reason.HOST_MAINTENANCE
+    if down == (d.reason is Reason.HOST_MAINTENANCE):
+        return []
+    states = snapshot.cluster.by_name
+    if down:
+        hosts = ", ".join(h for h in w.hosts if states[h].state.value == "maintenance")
+        return [
+            f"{w.id}: preempted ({d.reason.value}), but {hosts} went into maintenance under it: "
+            "an availability event, reason host_maintenance (3)"
+        ]
+    where = ", ".join(f"{h} is {states[h].state.value}" for h in w.hosts if h in states)
+    return [
+        f"{w.id}: preempted for host_maintenance, but none of its hosts is in maintenance "
+        f"({where or 'it runs nowhere'}): a preemption the plan chose, with its own reason (3)"
+    ]
 
 
 def _why_occupancy(snapshot: Snapshot, w: Workload, s: Standing) -> str:
