@@ -157,7 +157,7 @@ def test_shares_changed_before_the_config_was_edited_cannot_overfill_the_tree():
     assert with_shares(edited, {"c": 0.6}).node("c").share == 0.6
 
 
-def test_a_status_or_budgets_command_names_the_config_when_changes_overfill_it(
+def test_budgets_show_names_the_config_when_changes_made_before_an_edit_overfill_it(
     tmp_path: Path,
 ):
     config = config_file(
