@@ -159,13 +159,15 @@ def _tree(spec: GeneratorSpec, rng: random.Random) -> BudgetTree:
     def build(level: int, count: int, parent: str) -> list[BudgetNode]:
         shares = [rng.uniform(0.5, 1.5) for _ in range(count)]
         total = sum(shares)
-        percent = [math.floor(1000 * s / total) / 10 for s in shares]
+        # Whole tenths of a percent, rounded down: siblings sum to at most 100% exactly, and
+        # tenths / 1000 is the float whose repr is that decimal (alloc.io.shares).
+        tenths = [math.floor(1000 * s / total) for s in shares]
         out = []
-        for name, share in zip(names(level, count, parent), percent, strict=True):
+        for name, share in zip(names(level, count, parent), tenths, strict=True):
             kids = next(per_level[level]) if level < len(per_level) else 0
             children = tuple(build(level + 1, kids, name)) if kids else ()
             out.append(
-                BudgetNode(name, share / 100, (f"pm-{name}",) if level == 0 else (), children)
+                BudgetNode(name, share / 1000, (f"pm-{name}",) if level == 0 else (), children)
             )
         return out
 

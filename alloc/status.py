@@ -8,7 +8,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from alloc.domain import Action, Plan, WorkloadId, path_prefixes
+from alloc.domain import (
+    Action,
+    BudgetTree,
+    Plan,
+    Reason,
+    Workload,
+    WorkloadId,
+    path_prefixes,
+)
 from alloc.queue import queue_positions
 from alloc.report.fmt import duration, ratio
 from alloc.solve.context import RoundContext
@@ -48,8 +56,8 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
             standing = "unallocated"
         path = (
             " > ".join(f"{p} {ratio(ratios.get(p, math.inf), 2)}" for p in path_prefixes(w.budget))
-            if w.budget
-            else "unfunded"
+            if w.budget and ctx.standings[w.id].funded
+            else _unfunded(snapshot.budgets, w)
         )
         rows.append(
             QueueRow(
@@ -67,13 +75,24 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
     return rows
 
 
+def _unfunded(budgets: BudgetTree, w: Workload) -> str:
+    """`unfunded` (no budget), or `unfunded: p has a share of 0%` (effective allocation 0)."""
+    if not w.budget:
+        return "unfunded"
+    zero = next((p for p in path_prefixes(w.budget) if budgets.node(p).share <= 0), None)
+    return f"unfunded: {zero} has a share of 0%" if zero else "unfunded: effective allocation 0"
+
+
 def running_counts(plan: Plan, ctx: RoundContext) -> dict[str, int]:
-    """Running workloads by what this round does with them (keep, preempt)."""
+    """Running workloads by what this round does with them (keep, preempt), the work on hosts
+    gone into maintenance apart (an availability event, not a choice of the plan)."""
     out: dict[str, int] = {}
     for w in ctx.snapshot.workloads:
         if w.running:
-            a = plan.decision(w.id).action
-            key = "kept" if a is Action.KEEP else a.value
+            d = plan.decision(w.id)
+            key = "kept" if d.action is Action.KEEP else d.action.value
+            if d.reason is Reason.HOST_MAINTENANCE:
+                key = "preempted as its host went into maintenance"
             out[key] = out.get(key, 0) + 1
     return out
 

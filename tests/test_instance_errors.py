@@ -291,6 +291,30 @@ FIELD_ERRORS = [
         id="a malformed policy duration is refused",
     ),
     pytest.param(
+        text_of(instance(policy={"lookback": 0})),
+        "policy.lookback",
+        ["lookback window must be above 0"],
+        id="a lookback of zero is refused",
+    ),
+    pytest.param(
+        text_of(instance(policy={"lookback": "0d"})),
+        "policy.lookback",
+        ["lookback window must be above 0"],
+        id="a lookback of zero days is refused",
+    ),
+    pytest.param(
+        text_of(instance(policy={"lookback": -3600})),
+        "policy.lookback",
+        ["zero or more", "-3600"],
+        id="a negative lookback is refused",
+    ),
+    pytest.param(
+        text_of(instance(budgets=shares(("a", "60%"), ("b", "40.0000001%")))),
+        "budgets.children",
+        ["100.0000001%", "more than 100%"],
+        id="sibling shares over 100 percent by any amount are refused",
+    ),
+    pytest.param(
         one(submitted="2026-11-30T10:00:00"),
         "workloads[0].submitted",
         ["no zone"],
@@ -526,3 +550,32 @@ def test_the_cli_prints_user_text_in_an_error_as_written(tmp_path, budget):
     path.write_text(text_of(instance(workloads=[workload("w", 1, budget=budget)])))
     out = tmp_path / "out.json"
     assert_refused(solve_cli(path, out), out, f"unknown budget node {budget!r}")
+
+
+def test_a_lookback_of_zero_is_bad_input_naming_file_line_and_field(tmp_path):
+    # Fair-share ratios divide by the window's GPU time: a window of 0 is no window.
+    path = tmp_path / FILE
+    path.write_text(text_of(instance(policy={"lookback": "0s"})), encoding="utf-8")
+    out = tmp_path / "out.json"
+    result = solve_cli(path, out)
+    assert_refused(result, out, f"{path}:4: policy.lookback: the lookback window must be above 0")
+
+
+@pytest.mark.parametrize("lookback", [0, "0h", -1])
+def test_a_scenario_or_controller_config_with_a_lookback_of_zero_or_less_is_bad_input(
+    tmp_path, lookback
+):
+    from alloc.io.controller_config import load_controller_config
+    from alloc.io.scenario import load_scenario
+
+    scenario = tmp_path / "alt.yaml"
+    scenario.write_text(text_of({"budgets": TREE, "policy": {"lookback": lookback}}))
+    with pytest.raises(InputError) as caught:
+        load_scenario(scenario, parse_instance(text_of(instance()), FILE))
+    assert (caught.value.file, caught.value.field) == (str(scenario), "policy.lookback")
+    config = tmp_path / "c.yaml"
+    config.write_text(text_of({"budgets": TREE, "policy": {"lookback": lookback}}))
+    with pytest.raises(InputError) as caught:
+        load_controller_config(config)
+    assert (caught.value.file, caught.value.field) == (str(config), "policy.lookback")
+    assert caught.value.line is not None

@@ -343,3 +343,46 @@ def test_explain_tells_a_second_gang_of_the_node_that_the_first_goes_first():
 
     assert "a-gang of the same node goes first (one reservation per node" in said("a-gang2")
     assert "it asks for more than all a is owed (32 GPUs" in said("a-huge")
+
+
+def test_gpus_reserved_for_a_gang_are_not_gpus_other_waiting_allocated_work_could_use(solver):
+    # Invariant 4 (issue 18, point 3c): b-scavenge (unallocated) idles on h6, reserved for
+    # a-gang, while b-next waits: b-next could not start there this round (it would outlast
+    # the reservation), so nothing is broken. The same plan without its reservation leaves
+    # b-next waiting for GPUs unallocated work holds.
+    snap = load_instance(EXAMPLE)
+    plan = solve_checked(snap, solver)
+    assert plan.decision(WorkloadId("b-scavenge")).hosts == {HostName("h6"): 8}
+    assert plan.decision(WorkloadId("b-next")).reason is Reason.RESERVED
+    assert validate(snap, replace(plan, reservations=())) == [
+        "b-next: waits for 8 GPUs, which it would have on h6, held by unallocated b-scavenge (4)"
+    ]
+
+
+def test_the_plan_file_names_the_gang_that_holds_the_reserved_hosts():
+    import json
+
+    from alloc.io import dump_plan
+
+    written = json.loads(dump_plan(solve_checked(load_instance(EXAMPLE), "greedy")))
+    assert written["reservations"] == [
+        {
+            "workload": "a-gang",
+            "hosts": ["h0", "h1", "h6", "h7"],
+            "ready_at": "2026-11-30T13:00:00Z",
+        }
+    ]
+
+
+def test_explain_tells_work_waiting_for_a_reserved_host_which_gang_holds_it_and_why_not_it():
+    from alloc.explain import explain
+
+    snap = load_instance(EXAMPLE)
+    plan = solve_checked(snap, "greedy")
+    why = explain(snap, plan, "b-next").why
+    assert why[0] == (
+        "hosts that could hold it are reserved for gangs that protected work keeps from starting "
+        "(a-gang holds h0, h1, h6, h7 until 2026-11-30T13:00:00Z): allocated work starts there "
+        "only as backfill, whose protection ends by then, and its minimum runtime of 2 h from "
+        "now would protect it until 2026-11-30T14:00:00Z, after that"
+    )

@@ -339,7 +339,8 @@ def test_work_of_a_budget_with_no_share_is_unfunded_and_said_so():
     snap = snapshot_of(instance(budgets=budgets, workloads=[workload("w", 4, budget="z")]))
     wrong = with_decision(solve_checked(snap), "w", occupancy=Occupancy.ALLOCATED)
     assert any(
-        "its budget z has an effective allocation of 0, so it is unfunded" in p
+        "its budget z has an effective allocation of 0: its share of its parent is 0%, so it "
+        "is unfunded" in p
         for p in validate(snap, wrong)
     )
 

@@ -28,13 +28,17 @@ ConfigOpt = Annotated[Path, typer.Option("--config", help="Controller config YAM
 
 
 def _open(config: Path):  # type: ignore[no-untyped-def]
-    from alloc.controller.budgets import with_shares
+    from alloc.controller.budgets import GovernanceError, with_shares
     from alloc.controller.state import StateStore
     from alloc.io.controller_config import load_controller_config
 
     settings = load_controller_config(config)
     store = StateStore(settings.state_url)
-    return settings, store, with_shares(settings.budgets, store.shares())
+    try:
+        return settings, store, with_shares(settings.budgets, store.shares())
+    except GovernanceError as exc:
+        store.close()
+        raise InputError(str(config), "budgets", str(exc)) from None
 
 
 @budgets_app.command("show")
@@ -96,11 +100,11 @@ def set_share(
     it from its next round on."""
     from alloc.controller.budgets import GovernanceError, check_change
     from alloc.domain import BudgetPath
-    from alloc.io.schema import parse_share
+    from alloc.io.shares import parse_fraction
 
     def act() -> None:
         try:
-            new = parse_share(share)
+            new = parse_fraction(share)  # exact: siblings are summed without rounding
         except ValueError as exc:
             raise InputError("SHARE", "", str(exc)) from None
         if not 0 < len(as_user) <= 200 or not as_user.isprintable():
@@ -121,7 +125,7 @@ def set_share(
             store.close()
             raise InputError("alloc budgets set", path, str(exc)) from None
         at = time.time()
-        store.change_share(at, as_user, node, old, new, os_user)
+        store.change_share(at, as_user, node, old, float(new), os_user)
         store.close()
         out.print(
             f"{node}: {old:.1%} -> {new:.1%} (by {as_user}, "

@@ -49,6 +49,7 @@ def run(
 ) -> None:
     """Run rounds every `interval` (config) until interrupted (Ctrl-C or SIGTERM end the
     current round first); with --clock simulated, on simulated time until the trace is done."""
+    from alloc.controller.budgets import GovernanceError, with_shares
     from alloc.controller.build import executor_for
     from alloc.controller.loop import Controller, RoundOutcome
     from alloc.controller.metrics import ControllerMetrics
@@ -70,12 +71,16 @@ def run(
         except Exception as exc:  # noqa: BLE001 - SQLAlchemy: a bad URL or database
             message = f"cannot open {settings.state_url}: {exc}"
             raise InputError(str(config), "state", message) from None
-        if dry is not None:
-            try:
+        try:
+            if dry is not None:
                 dry.check_state(store)
-            except InputError:
-                store.close()
-                raise
+            with_shares(settings.budgets, store.shares())  # siblings over 100%: bad input
+        except GovernanceError as exc:
+            store.close()
+            raise InputError(str(config), "budgets", str(exc)) from None
+        except InputError:
+            store.close()
+            raise
         controller = Controller(
             cluster,
             store,

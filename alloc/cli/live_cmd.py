@@ -44,8 +44,10 @@ def _live(
 ) -> tuple[Snapshot, dict[WorkloadId, str], dict[str, Mapping[str, object]]]:
     """The live cluster, the executor's notes, and the controller's last recorded decision
     about each workload in it (with the kind of round that made it)."""
+    from alloc.controller.budgets import GovernanceError
     from alloc.controller.build import executor_for, live_snapshot
     from alloc.controller.state import StateStore
+    from alloc.io import InputError
     from alloc.io.controller_config import load_controller_config
 
     settings = load_controller_config(config)
@@ -54,6 +56,8 @@ def _live(
     try:
         snapshot = live_snapshot(executor, store, settings.budgets)
         last = store.last_decisions(w.id for w in snapshot.workloads)
+    except GovernanceError as exc:  # the config's tree and the shares changed since
+        raise InputError(str(config), "budgets", str(exc)) from None
     finally:
         store.close()
     return snapshot, dict(executor.notes()), last

@@ -172,6 +172,11 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
             f"{count(m['preemptions'])} ({number(m['preempted_gpu_hours_lost'], 0)})",
         ),
         (
+            "  apart: hosts into maintenance",
+            f"{count(m.get('host_maintenance_preemptions', 0))} "
+            f"({number(m.get('host_maintenance_gpu_hours_lost', 0.0), 0)})",
+        ),
+        (
             "drains completed (median duration)",
             f"{count(m['drains_completed'])} ({hours(m['drain_hours_p50'])})"
             if m["drains_completed"]

@@ -8,10 +8,10 @@ store keeps the changes (alloc.controller.state)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 
 from alloc.domain import ROOT_PATH, BudgetNode, BudgetPath, BudgetTree
-
-TOLERANCE = 1e-9
+from alloc.io.shares import ONE, exact, over_100, percent_text
 
 
 class GovernanceError(ValueError):
@@ -27,13 +27,15 @@ def owners_of(tree: BudgetTree, path: BudgetPath) -> frozenset[str]:
     return frozenset(out)
 
 
-def check_change(tree: BudgetTree, path: BudgetPath, share: float, user: str) -> float:
-    """The share `path` has now; GovernanceError unless `user` may set it to `share`."""
+def check_change(tree: BudgetTree, path: BudgetPath, share: float | Decimal, user: str) -> float:
+    """The share `path` has now; GovernanceError unless `user` may set it to `share`. Its
+    siblings' shares and it sum to at most 100%, exactly (alloc.io.shares: `share` as
+    `parse_fraction` gives it, the others as the tree holds them)."""
     if not path or path not in tree:
         options = ", ".join(p for p in tree.paths() if p)
         raise GovernanceError(f"no budget node {path!r} (nodes: {options})")
-    if not 0.0 <= share <= 1.0:
-        raise GovernanceError(f"a share is between 0% and 100%, got {share * 100:g}%")
+    if not 0 <= exact(share) <= ONE:
+        raise GovernanceError(f"a share is between 0% and 100%, got {percent_text(share)}")
     parent = BudgetPath(path.rsplit("/", 1)[0]) if "/" in path else ROOT_PATH
     allowed = owners_of(tree, parent)
     if user not in allowed:
@@ -41,18 +43,20 @@ def check_change(tree: BudgetTree, path: BudgetPath, share: float, user: str) ->
         raise GovernanceError(
             f"{user!r} does not own {parent or 'the root'}; who may change {path}: {who}"
         )
-    siblings = sum(tree.node(c).share for c in tree.children(parent) if c != path)
-    if siblings + share > 1.0 + TOLERANCE:
+    siblings = [tree.node(c).share for c in tree.children(parent) if c != path]
+    total = over_100([*siblings, share])
+    if total is not None:
         raise GovernanceError(
-            f"{path} at {share * 100:g}% would bring its siblings' shares to "
-            f"{(siblings + share) * 100:g}% of {parent or 'the root'} (at most 100%)"
+            f"{path} at {percent_text(share)} would bring its siblings' shares to "
+            f"{percent_text(total)} of {parent or 'the root'} (at most 100%)"
         )
     return tree.node(path).share
 
 
 def with_shares(tree: BudgetTree, shares: Mapping[BudgetPath, float]) -> BudgetTree:
     """The tree with these nodes' shares replaced (nodes it lacks are ignored: the config may
-    have dropped them since)."""
+    have dropped them since). GovernanceError when the config changed since so that some
+    siblings' shares, with the changes, sum to more than 100%: no tree is made of them."""
     if not shares:
         return tree
 
@@ -63,4 +67,16 @@ def with_shares(tree: BudgetTree, shares: Mapping[BudgetPath, float]) -> BudgetT
         share = shares.get(path, n.share) if path else n.share
         return BudgetNode(n.name, share, n.owners, children)
 
-    return BudgetTree(node(tree.root, ROOT_PATH))
+    changed = BudgetTree(node(tree.root, ROOT_PATH))
+    for parent in changed.paths():
+        total = over_100(changed.node(c).share for c in changed.children(parent))
+        if total is not None:
+            kept = ", ".join(
+                f"{p} {percent_text(s)}" for p, s in sorted(shares.items()) if p in changed
+            )
+            raise GovernanceError(
+                f"the shares of {parent or 'the root'}'s children sum to {percent_text(total)} "
+                f"with the changes made by `alloc budgets set` ({kept}): more than 100%; set "
+                "them back, or change the config's budgets"
+            )
+    return changed

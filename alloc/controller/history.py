@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 
-from alloc.controller.state import StateStore, actions, rounds, runs
+from alloc.controller.state import StateStore, actions, decisions, rounds, runs
+from alloc.domain import Action, Reason
 from alloc.readable import counted
 from alloc.report.fmt import duration
 
@@ -47,6 +48,23 @@ def recorded(store: StateStore) -> list[str]:
                 .group_by(actions.c.action)
             ).all()
         )
+        # Preemptions of work whose host went into maintenance: availability events, apart.
+        down = db.execute(
+            select(func.count())
+            .select_from(actions)
+            .join(
+                decisions,
+                and_(
+                    decisions.c.round_id == actions.c.round_id,
+                    decisions.c.workload == actions.c.workload,
+                ),
+            )
+            .where(
+                actions.c.ok,
+                actions.c.action == Action.PREEMPT.value,
+                decisions.c.reason == Reason.HOST_MAINTENANCE.value,
+            )
+        ).scalar_one()
         ran, running = db.execute(
             select(func.count(), func.count().filter(runs.c.ended_s.is_(None)))
         ).one()
@@ -61,7 +79,8 @@ def recorded(store: StateStore) -> list[str]:
         f"rounds: {full + passes} from {_at(first)} to {_at(last)} ({duration(last - first)}): "
         f"{counted(full, 'full round')}, {counted(passes, 'event pass', 'event passes')} "
         f"({kept}); carried out: starts "
-        f"{done.get('start', 0)}, preemptions {done.get('preempt', 0)}",
+        f"{done.get('start', 0)}, preemptions {done.get('preempt', 0) - down}"
+        + (f", and apart {down} as hosts went into maintenance" if down else ""),
         f"ledger: {counted(ran, 'run')} ({running} running); charged "
         "GPU-hours: " + (", ".join(f"{b} {h:,.1f}" for b, h in sorted(charged.items())) or "none"),
     ]

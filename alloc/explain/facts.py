@@ -16,6 +16,7 @@ from alloc.domain import (
     path_prefixes,
 )
 from alloc.io.durations import format_time
+from alloc.policy.contract import unfunded_because
 from alloc.readable import count, counted, duration, number
 from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext
@@ -28,8 +29,8 @@ REASON_TEXT = {
     "rebalancing it would destroy all it ran, so it runs to its end",
     Reason.UNALLOCATED_FILL: "minimum runtime 0: it runs free of charge on GPUs nobody "
     "entitled needs, and yields at once when they do",
-    Reason.UNFUNDED: "it has no budget behind it, so it runs as unallocated work: free, "
-    "never protected, first to yield",
+    Reason.UNFUNDED: "no budget with a share above 0 pays for it, so it runs as unallocated "
+    "work: free, never protected, never charged, first to yield",
     Reason.UNALLOCATED_DISPLACED: "it is unallocated work and allocated work needed its GPUs",
     Reason.REBALANCED: "it is past its minimum runtime and its budget node is beyond its "
     "entitlement, so it yields to work that is entitled",
@@ -47,11 +48,20 @@ REASON_TEXT = {
 }
 
 
-def headline(plan: Plan, wid: WorkloadId) -> str:
-    """`a-gang: wait (no_room): no place fits it this round.`"""
+def headline(plan: Plan, wid: WorkloadId, snapshot: Snapshot | None = None) -> str:
+    """`a-gang: wait (no_room): no place fits it this round.` Unfunded work says why it is
+    (with the snapshot): it names no budget, or which node on its path has a share of 0%."""
     d = plan.decision(wid)
     where = f" on {_hosts(d)}" if d.action.holds_gpus else ""
-    return f"{wid}: {d.action.value}{where} ({d.reason.value}): {REASON_TEXT[d.reason]}."
+    text = REASON_TEXT[d.reason]
+    if d.reason is Reason.UNFUNDED and snapshot is not None:
+        why = unfunded_because(snapshot.budgets, snapshot.by_id[wid])
+        if why is not None:
+            text = f"{why}; {_UNFUNDED_RUNS}"
+    return f"{wid}: {d.action.value}{where} ({d.reason.value}): {text}."
+
+
+_UNFUNDED_RUNS = "it runs as unallocated work: free, never protected, never charged"
 
 
 def contract_facts(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
@@ -66,8 +76,9 @@ def contract_facts(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
         f"{'resumable' if w.resumable else 'not resumable'}, priority {w.priority}, "
         f"topology {w.topology.value}" + (f", GPU type {w.gpu_type}" if w.gpu_type else "")
     ]
-    if not s.funded:
-        facts.append("unfunded: no budget node with a share above zero pays for it")
+    why = unfunded_because(snapshot.budgets, w)
+    if why is not None:
+        facts.append(f"unfunded: {why}; never protected, never charged")
     facts.append(
         f"occupancy: {s.occupancy.value}"
         + (" (minimum runtime 0)" if s.funded and w.min_runtime_s == 0 else "")

@@ -9,8 +9,10 @@ import numpy as np
 from alloc.domain import Action, Decision, Occupancy, Plan, Reason, Snapshot, WorkloadId
 from alloc.explain.facts import held_by_node
 from alloc.explain.room import down_hosts, free_after, holders, release_s
+from alloc.io.durations import format_time
+from alloc.policy.contract import runtime_delta
 from alloc.policy.weights import Tier
-from alloc.readable import count, counted, number
+from alloc.readable import count, counted, duration, number
 from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext
 from alloc.solve.placement import place
@@ -27,6 +29,8 @@ def why_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> li
         out += _placement_why(ctx, plan, wid)
         if out and wid not in ctx.share.rank:  # ranked nowhere: its node's entitlement and
             return out  # GPUs held do not bear on it (the last line says why)
+    if d.reason is Reason.RESERVED:
+        out += _reserved_why(ctx, plan, wid)
     if wid in ctx.share.rank:
         rank = ctx.share.rank[wid]
         tier = ctx.tier(wid)
@@ -75,6 +79,33 @@ def why_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> li
         if taken:
             out.append("its GPUs go to: " + ", ".join(taken))
     return out
+
+
+def _reserved_why(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
+    """Which gangs hold the hosts that would fit it (the plan's `reservations`), until when,
+    and why it may not backfill them (models/round.md 8.5): SPEC invariant 4 does not count
+    them as GPUs it could use this round."""
+    w, hosts = ctx.snapshot.by_id[wid], ctx.hosts
+    allowed = ctx.unreserved_shapes.get(wid, ctx.shapes[wid]).allowed  # reserved hosts too
+    held = [r for r in plan.reservations if any(allowed[hosts.index[h]] for h in r.hosts)]
+    if not held:
+        return []
+    gangs = "; ".join(
+        f"{r.workload} holds {', '.join(r.hosts)} until {format_time(r.ready_at)}" for r in held
+    )
+    if not w.resumable:
+        yours = "it cannot resume, and only resumable work backfills a reservation"
+    else:
+        ends = format_time(ctx.snapshot.now + runtime_delta(w.min_runtime_s))
+        yours = (
+            f"its minimum runtime of {duration(w.min_runtime_s)} from now would protect it "
+            f"until {ends}, after that"
+        )
+    return [
+        f"hosts that could hold it are reserved for gangs that protected work keeps from "
+        f"starting ({gangs}): allocated work starts there only as backfill, whose "
+        f"protection ends by then, and {yours}"
+    ]
 
 
 def _placement_why(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:

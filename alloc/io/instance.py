@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from collections import defaultdict
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
@@ -31,10 +32,9 @@ from alloc.domain import (
 from alloc.io.durations import format_duration, format_time
 from alloc.io.errors import InputError, field_path, read_input
 from alloc.io.schema import BudgetIn, ClusterIn, InstanceIn, PolicyIn, WorkloadIn
+from alloc.io.shares import ONE, over_100, percent_text
 from alloc.io.yaml_source import line_of, read_yaml
 from alloc.readable import count, counted
-
-SHARE_TOLERANCE = 1e-9
 
 
 class _Reporter:
@@ -224,7 +224,7 @@ def _cluster(raw: ClusterIn, report: _Reporter) -> Cluster:
 
 
 def _budgets(raw: BudgetIn, report: _Reporter) -> BudgetTree:
-    def node(b: BudgetIn, loc: tuple[object, ...], share: float) -> BudgetNode:
+    def node(b: BudgetIn, loc: tuple[object, ...], share: Decimal) -> BudgetNode:
         if "/" in b.name:
             raise report.error((*loc, "name"), f"a budget name cannot contain '/': {b.name!r}")
         names: dict[str, int] = {}
@@ -234,28 +234,29 @@ def _budgets(raw: BudgetIn, report: _Reporter) -> BudgetTree:
                     (*loc, "children", i, "name"), f"{b.name} has two children named {child.name!r}"
                 )
             names[child.name] = i
-        shares = [1.0 if c.share is None else c.share for c in b.children]
-        total = sum(shares)
-        if total > 1 + SHARE_TOLERANCE:
+        shares = [ONE if c.share is None else c.share for c in b.children]
+        total = over_100(shares)  # exactly: no tolerance (alloc.io.shares)
+        if total is not None:
             parts = " + ".join(
-                f"{c.name} {s * 100:g}%" for c, s in zip(b.children, shares, strict=True)
+                f"{c.name} {percent_text(s)}" for c, s in zip(b.children, shares, strict=True)
             )
             raise report.error(
                 (*loc, "children"),
-                f"shares of {b.name}'s children sum to {total * 100:g}% ({parts}), more than 100%",
+                f"shares of {b.name}'s children sum to {percent_text(total)} ({parts}), "
+                "more than 100%",
             )
         children = tuple(
             node(c, (*loc, "children", i), s)
             for i, (c, s) in enumerate(zip(b.children, shares, strict=True))
         )
-        return BudgetNode(b.name, share, tuple(b.owners), children)
+        return BudgetNode(b.name, float(share), tuple(b.owners), children)
 
-    if raw.share is not None and raw.share != 1.0:
+    if raw.share is not None and raw.share != ONE:
         raise report.error(
             ("budgets", "share"),
             "the root is the whole cluster: it has no share (give shares to its children)",
         )
-    return BudgetTree(node(raw, ("budgets",), 1.0))
+    return BudgetTree(node(raw, ("budgets",), ONE))
 
 
 def _known_path(path: str, tree: BudgetTree) -> str:

@@ -9,6 +9,7 @@ import yaml
 
 from alloc.domain import BudgetNode, Cluster, Host, HostState, Policy, Snapshot
 from alloc.io.durations import format_duration, format_time
+from alloc.io.shares import percent_text
 
 
 def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
@@ -131,7 +132,7 @@ def _as_group(hosts: tuple[Host, ...]) -> dict[str, Any] | None:
 def _budget(b: BudgetNode, root: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"name": b.name}
     if not root:
-        out["share"] = f"{round(b.share * 100, 6):g}%"
+        out["share"] = percent_text(b.share)  # exact: what the reader reads back
     if b.owners:
         out["owners"] = list(b.owners)
     if b.children:

@@ -8,37 +8,20 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
 
 from alloc.io.durations import parse_duration, parse_time
-
-
-def parse_share(value: object) -> float:
-    """A percentage of the parent's share: `35%` or `35` -> 0.35. A bare number between 0 and 1
-    is refused as ambiguous (0.5 would be half a percent, not half)."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a percentage such as 35% or 35, got {value!r}")
-    if isinstance(value, str):
-        text = value.strip().removesuffix("%").strip()
-        try:
-            number = float(text)
-        except ValueError:
-            raise ValueError(f"expected a percentage such as 35% or 35, got {value!r}") from None
-    elif isinstance(value, int | float):
-        number = float(value)
-        if 0 < number < 1:
-            raise ValueError(
-                f"ambiguous share {value!r}: write {number * 100:g}% for that "
-                f"fraction of the parent, or {number:g}% for that percentage"
-            )
-    else:
-        raise ValueError(f"expected a percentage such as 35% or 35, got {value!r}")
-    if not 0 <= number <= 100:
-        raise ValueError(f"a share is between 0% and 100% of the parent's, got {value!r}")
-    return number / 100
-
+from alloc.io.shares import parse_fraction
 
 _DURATION_SCHEMA = {
     "anyOf": [
@@ -54,9 +37,10 @@ _TIME_SCHEMA = {
 }
 Duration = Annotated[float, BeforeValidator(parse_duration), WithJsonSchema(_DURATION_SCHEMA)]
 Time = Annotated[datetime, BeforeValidator(parse_time), WithJsonSchema(_TIME_SCHEMA)]
+# The exact fraction written (alloc.io.shares): siblings are summed without rounding.
 Share = Annotated[
-    float,
-    BeforeValidator(parse_share),
+    Decimal,
+    BeforeValidator(parse_fraction),
     WithJsonSchema(
         {
             "anyOf": [
@@ -88,6 +72,17 @@ class PolicyIn(_Strict):
     backend: Literal["scip", "sat"] = "scip"
     fairshare_horizon: Duration | None = None
     checkpoint_interval: Duration = 3600.0
+
+    @field_validator("lookback")
+    @classmethod
+    def _window_above_zero(cls, seconds: float) -> float:
+        # Every fair-share ratio divides by the window's capacity, the ledger keeps its usage.
+        if seconds <= 0:
+            raise ValueError(
+                "the lookback window must be above 0 (e.g. 7d): fair-share ratios divide "
+                "by the GPU time it holds"
+            )
+        return seconds
 
 
 class HostIn(_Strict):

@@ -34,23 +34,29 @@
   reached (`simulated_days`, `stopped_at`), not the `days` asked for.
 - allocated demand: GPUs of allocated work (queued or running, that fits the lab) over ready
   GPUs, averaged over the run and over its first and last day (SPEC's lab has 2-3x);
-- preemptions, the GPU-hours they destroyed; drains completed and their median duration
+- preemptions, the GPU-hours they destroyed; those of work on a host that went into
+  maintenance under it (reason host_maintenance: an availability event, not a choice of the
+  plan, SPEC invariant 3) are counted apart, `host_maintenance_preemptions` and
+  `host_maintenance_gpu_hours_lost`, and not in `preemptions`; drains completed and their
+  median duration
   (nearest rank, as every percentile);
   utilization where the trace gives `util`.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from alloc.domain import BudgetPath
+from alloc.domain import BudgetPath, Reason
 from alloc.io.durations import format_time
 from alloc.metrics.quantiles import nearest_rank, summary
 from alloc.sim.engine import SimResult
 from alloc.sim.jobs import SimJob
 
 HOUR = 3600.0
+HOST_MAINTENANCE = Reason.HOST_MAINTENANCE.value  # as a preemption records its reason
 
 
 def job_class(sj: SimJob, allocated: bool) -> str:
@@ -206,9 +212,11 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
 
     teams: dict[str, Any] = {}
     owed_all = got_all = hourly_all = 0.0
-    preempted_by_team: dict[BudgetPath | None, int] = {}
-    for p in r.preemptions:
-        preempted_by_team[p.budget] = preempted_by_team.get(p.budget, 0) + 1
+    # The plan's own preemptions, and apart those a host going into maintenance forced.
+    own = [p for p in r.preemptions if p.reason != HOST_MAINTENANCE]
+    down = [p for p in r.preemptions if p.reason == HOST_MAINTENANCE]
+    preempted_by_team = Counter(p.budget for p in own)
+    down_by_team = Counter(p.budget for p in down)
     for leaf in sorted(funded):
         i = impact(result, leaf)
         owed_all += i.owed
@@ -227,6 +235,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
             "wait_p50_s": w["p50"],
             "wait_p90_s": w["p90"],
             "preemptions": preempted_by_team.get(leaf, 0),
+            "host_maintenance_preemptions": down_by_team.get(leaf, 0),
         }
     drains = sorted((d.end_s - d.start_s) / HOUR for d in r.drains)
     util_gpus = r.util_gpus.total()
@@ -260,8 +269,10 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         "wait_allocated_s": summary(allocated_waits)
         | {"never_started": sum(never[cls] for cls in ("debug", "small", "large"))},
         "allocated_demand_over_ready": demand_over_ready(result),
-        "preemptions": len(r.preemptions),
-        "preempted_gpu_hours_lost": round(sum(p.lost_gpu_s for p in r.preemptions) / HOUR, 3),
+        "preemptions": len(own),
+        "preempted_gpu_hours_lost": round(sum(p.lost_gpu_s for p in own) / HOUR, 3),
+        "host_maintenance_preemptions": len(down),
+        "host_maintenance_gpu_hours_lost": round(sum(p.lost_gpu_s for p in down) / HOUR, 3),
         "drains_completed": len(drains),
         "drain_hours_p50": round(nearest_rank(drains, 0.5), 3) if drains else None,
         "utilization": round(r.util.total() / util_gpus, 6) if util_gpus else None,

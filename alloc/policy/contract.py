@@ -23,6 +23,7 @@ from alloc.domain import (
     Snapshot,
     Workload,
     WorkloadId,
+    path_prefixes,
 )
 
 
@@ -81,6 +82,25 @@ def funded_in(budgets: BudgetTree, workload: Workload) -> bool:
     if not workload.budget:
         return False
     return budgets.effective_allocation(workload.budget) > 0
+
+
+def unfunded_because(budgets: BudgetTree, workload: Workload) -> str | None:
+    """Why the workload is unfunded (SPEC invariant 5), None when it is funded: it names no
+    budget, or a node whose effective allocation is 0, said by the first node on its path
+    whose share is 0% (`its budget p/z has an effective allocation of 0: p has a share of 0%
+    of its parent`)."""
+    if not workload.budget:
+        return "it names no budget"
+    if budgets.effective_allocation(workload.budget) > 0:
+        return None
+    zero = next((p for p in path_prefixes(workload.budget) if budgets.node(p).share <= 0), None)
+    if zero is None:  # every share above 0, their product below the smallest float
+        why = "the product of the shares along its path is below any number"
+    elif zero == workload.budget:
+        why = "its share of its parent is 0%"
+    else:
+        why = f"{zero} has a share of 0% of its parent"
+    return f"its budget {workload.budget} has an effective allocation of 0: {why}"
 
 
 def allocated_in(budgets: BudgetTree, workload: Workload) -> bool:

@@ -27,6 +27,7 @@ from alloc.domain import (
     Decision,
     Occupancy,
     Plan,
+    Reason,
     Snapshot,
     Workload,
     WorkloadId,
@@ -123,7 +124,9 @@ def validate(
             and d.hosts is w.hosts
             and w.min_runtime_s <= max_rt
             and (
-                d.protected_until is None
+                d.protected_until is None  # and no reason of protected work (5)
+                and d.reason is not Reason.PROTECTED
+                and d.reason is not Reason.COSTLY_TO_STOP
                 if s.occupancy is Occupancy.UNALLOCATED
                 else s.funded  # protected until its own start plus its minimum runtime:
                 and d.protected_until is not None  # recomputed, not read from the standing

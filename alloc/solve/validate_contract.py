@@ -6,7 +6,7 @@ Shared by `validate` and the event pass's checks (`validate_event`)."""
 from __future__ import annotations
 
 from alloc.domain import Action, Decision, Occupancy, Reason, Snapshot, Workload
-from alloc.policy.contract import Standing, runtime_delta
+from alloc.policy.contract import Standing, runtime_delta, unfunded_because
 from alloc.readable import duration, moment
 from alloc.solve.problem import HostArrays
 from alloc.solve.validate_placement import start_shape, where
@@ -45,6 +45,13 @@ def decision_problems(
                 f"{name}: protected until {moment(until)}, but it is marked unallocated, "
                 "and unallocated work is never protected (5)"
             )
+    if occupancy is Occupancy.UNALLOCATED and d.reason in _PROTECTED_REASONS:
+        out.append(
+            f"{name}: {action.value} ({d.reason.value}), but it is unallocated "
+            f"({_why_occupancy(snapshot, w, s)}), and unallocated work is never protected (5)"
+        )
+    if action is Action.PREEMPT:
+        out += _maintenance_problems(snapshot, w, d, s)
     if w.running:
         if not keep and action is not Action.PREEMPT:
             out.append(f"{name}: running, so it is kept or preempted, not '{action.value}'")
@@ -93,11 +100,34 @@ def decision_problems(
     return out
 
 
+_PROTECTED_REASONS = frozenset((Reason.PROTECTED, Reason.COSTLY_TO_STOP))
+
+
+def _maintenance_problems(snapshot: Snapshot, w: Workload, d: Decision, s: Standing) -> list[str]:
+    """(3) Work on a host in maintenance is preempted with reason host_maintenance, even when
+    protected: an availability event, counted apart from the plan's own preemptions; and no
+    preemption the plan chose is passed off as one."""
+    down = s.forced_reason is Reason.HOST_MAINTENANCE
+    if down == (d.reason is Reason.HOST_MAINTENANCE):
+        return []
+    states = snapshot.cluster.by_name
+    if down:
+        hosts = ", ".join(h for h in w.hosts if states[h].state.value == "maintenance")
+        return [
+            f"{w.id}: preempted ({d.reason.value}), but {hosts} went into maintenance under it: "
+            "an availability event, reason host_maintenance (3)"
+        ]
+    where = ", ".join(f"{h} is {states[h].state.value}" for h in w.hosts if h in states)
+    return [
+        f"{w.id}: preempted for host_maintenance, but none of its hosts is in maintenance "
+        f"({where or 'it runs nowhere'}): a preemption the plan chose, with its own reason (3)"
+    ]
+
+
 def _why_occupancy(snapshot: Snapshot, w: Workload, s: Standing) -> str:
-    if not w.budget:
-        return "it names no budget, so it is unfunded"
-    if not s.funded:
-        return f"its budget {w.budget} has an effective allocation of 0, so it is unfunded"
+    unfunded = unfunded_because(snapshot.budgets, w)
+    if unfunded is not None:
+        return f"{unfunded}, so it is unfunded"
     if w.min_runtime_s == 0:
         return "its minimum runtime is 0"
     return f"funded by {w.budget} with a minimum runtime of {duration(w.min_runtime_s)}"

@@ -23,6 +23,7 @@ from alloc.domain import (
     TraceJob,
 )
 from alloc.io.errors import InputError, read_input
+from alloc.io.shares import share_of_percent
 
 HOSTS_PER_BLOCK = 32
 HOSTS_PER_RACK = 4
@@ -142,7 +143,7 @@ def build_lab(
     """The lab: default policy, the cluster, one root with a leaf per (name, share %), no usage,
     no workloads."""
     tree = BudgetTree(
-        BudgetNode(root, 1.0, (), tuple(BudgetNode(n, pct / 100, ()) for n, pct in leaves))
+        BudgetNode(root, 1.0, (), tuple(BudgetNode(n, share_of_percent(p), ()) for n, p in leaves))
     )
     return Snapshot(now, Policy(), cluster, tree, {}, ())
 
