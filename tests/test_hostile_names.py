@@ -568,6 +568,21 @@ def test_shown_writes_what_does_not_display_as_a_visible_escape(text, expected):
     assert hidden(shown(text)) == []
 
 
+def test_the_one_rule_and_its_readers_keep_their_public_names():
+    import alloc.io.names
+    import alloc.printable
+
+    assert alloc.printable.__all__ == ["describe", "escape_char", "first_hidden", "shown"]
+    assert alloc.io.names.__all__ == [
+        "check_name",
+        "check_row",
+        "check_tree",
+        "problem",
+        "unreadable",
+        "yaml_field",
+    ]
+
+
 # -- reports and metrics ------------------------------------------------------------------
 
 TEAMS = [
