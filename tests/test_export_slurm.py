@@ -27,6 +27,7 @@ from alloc.adapters.slurm.script import describe, slurm_script
 from alloc.cli.app import app
 from alloc.domain import HostName, HostState, Plan, Snapshot, WorkloadId
 from alloc.io import dump_plan
+from alloc.printable import shown
 
 RECORDER = '#!/usr/bin/env bash\nprintf "%s\\0" "$#" "$@" >> "$ALLOC_TEST_RECORD"\n'
 
@@ -131,10 +132,14 @@ def renamed(snapshot: Snapshot, names: dict[str, str]) -> Snapshot:
     return dataclasses.replace(snapshot, cluster=cluster, workloads=workloads)
 
 
-def hostile_plan(folder: Path) -> Plan:
+def hostile_plan(folder: Path, printable: bool = False) -> Plan:
     """Hosts h0..h3 ready, h4 unhealthy and empty; unallocated p runs on h0; s0..s3
-    (priority 5) start on h0..h3, so p is preempted; w0..w4 wait. Every name is hostile."""
+    (priority 5) start on h0..h3, so p is preempted; w0..w4 wait. Every name is hostile;
+    with `printable`, names as a plan file may hold them (issue 18: no control or format
+    character), their control characters written as visible escapes (`new\\nline`)."""
     names = [n.format(dir=folder) for n in HOSTILE]
+    if printable:
+        names = [shown(n) for n in names]
     plain = snapshot_of(
         instance(
             hosts=[host(f"h{i}", state="unhealthy" if i == 4 else "ready") for i in range(5)],
@@ -262,8 +267,17 @@ def cli(*args: str | Path):
     return CliRunner().invoke(app, ["export", *(str(a) for a in args)])
 
 
+def test_the_cli_refuses_a_plan_file_whose_names_hold_control_characters(folder):
+    plan_file = folder / "plan.json"
+    plan_file.write_text(dump_plan(hostile_plan(folder)))
+    result = cli(plan_file, "--to", "slurm", "-o", folder)
+    assert result.exit_code == 2
+    assert "contains a control character (U+000A LINE FEED) at position 4" in result.stderr
+    assert not (folder / "alloc-plan.sh").exists()
+
+
 def test_the_cli_exports_the_hostile_plan_from_its_json_and_the_script_runs_as_intended(folder):
-    plan = hostile_plan(folder)
+    plan = hostile_plan(folder, printable=True)
     plan_file = folder / "plan.json"
     plan_file.write_text(dump_plan(plan))
     out = folder / "out"

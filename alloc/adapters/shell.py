@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import shlex
 
+from alloc.printable import escape_char
+
 SHOWN = 80  # characters of a name shown in a comment
 _ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -38,11 +40,6 @@ def comment(text: str, limit: int | None = SHOWN) -> str:
     escaped (backslash too, so the escapes read back unambiguously), shortened past `limit`."""
     long = limit is not None and len(text) > limit
     shown = f"{text[:limit]}... ({len(text)} characters)" if long else text
-    return "".join(_ESCAPES.get(ch) or (ch if ch.isprintable() else _escape(ch)) for ch in shown)
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return "".join(
+        _ESCAPES.get(ch) or (ch if ch.isprintable() else escape_char(ch)) for ch in shown
+    )

@@ -21,6 +21,7 @@ from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.params import number, whole
 from alloc.cli.plans import check_solver, checked_plan, same_instance
 from alloc.io.errors import InputError
+from alloc.printable import shown
 from alloc.readable import counted
 
 app = typer.Typer(
@@ -120,7 +121,7 @@ def validate(
         problems = check(snapshot, loaded)
         if problems:
             for p in problems:
-                out.print(f"[red]violation:[/] {escape(p)}", highlight=False)
+                out.print(f"[red]violation:[/] {escape(shown(p))}", highlight=False)
             raise typer.Exit(1)
         out.print(
             f"{plan}: valid ({counted(len(snapshot.workloads), 'decision')}, every invariant "
@@ -171,7 +172,7 @@ def explain(
             result = solve_round(snapshot, RoundOptions(solver=solver))
             chosen, ctx = result.plan, result.context
         for line in explain_workload(snapshot, chosen, wanted, ctx).lines():
-            out.print(line, highlight=False, markup=False)
+            out.print(shown(line), highlight=False, markup=False)  # names as the cluster wrote them
 
     guarded(act)
 

@@ -6,12 +6,16 @@ two spaces apart. When that is wider than the width, the columns that may be sho
 narrowed one character at a time, widest first, stage by stage (`Column.stages`: how far
 each may go at each stage), their longer cells shortened with an ellipsis (`shorten_end`,
 `shorten_middle`, `shorten_path`); numbers are never cut. A row of one cell is a group
-heading and may use the whole line."""
+heading and may use the whole line. Every cell is shown as `alloc.printable.shown` writes it
+(a name a cluster reports may hold an escape sequence or a line break), before it is
+measured."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from alloc.printable import shown
 
 __all__ = [
     "ELLIPSIS",
@@ -24,6 +28,7 @@ __all__ = [
     "shorten_middle",
     "shorten_path",
     "shorten_middle_keep_tail",
+    "visible",
 ]
 
 ELLIPSIS = "…"
@@ -156,6 +161,11 @@ def format_row(columns: Sequence[Column], layout: Layout, cells: Sequence[str]) 
     return layout.sep.join(parts).rstrip()
 
 
+def visible(rows: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The rows with every cell as it is shown (`alloc.printable.shown`)."""
+    return [[shown(cell) for cell in row] for row in rows]
+
+
 def lines(
     columns: Sequence[Column],
     rows: Sequence[Sequence[str]],
@@ -163,6 +173,7 @@ def lines(
     tight: int = 1,
 ) -> list[str]:
     """The header and one line per row, fitted to `width` (`fit`)."""
+    rows = visible(rows)
     layout = fit(columns, rows, width, tight)
     return [format_row(columns, layout, [c.head for c in columns])] + [
         format_row(columns, layout, r) for r in rows

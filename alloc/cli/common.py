@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from alloc.io import InputError
 from alloc.io.files import write_atomically
+from alloc.printable import shown
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -52,7 +53,7 @@ def guarded(action: Callable[[], T]) -> T:
     try:
         return action()
     except InputError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/] {escape(shown(str(exc)))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except typer.Exit:
         raise
@@ -65,9 +66,8 @@ def guarded(action: Callable[[], T]) -> T:
     except Exception as exc:  # noqa: BLE001 - the boundary of the program
         if os.environ.get("ALLOC_DEBUG"):
             raise
-        err.print(
-            f"[red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}", highlight=False
-        )
+        what = escape(shown(str(exc)))  # one line, whatever the exception says
+        err.print(f"[red]internal error:[/] {type(exc).__name__}: {what}", highlight=False)
         raise typer.Exit(1) from None
 
 

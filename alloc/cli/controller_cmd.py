@@ -14,6 +14,7 @@ import typer
 from alloc.cli.common import err, guarded, out
 from alloc.cli.params import whole
 from alloc.io import InputError
+from alloc.printable import shown
 from alloc.readable import count, duration
 
 controller_app = typer.Typer(
@@ -124,12 +125,12 @@ def run(
         def report(o: RoundOutcome) -> None:
             metrics.observe(o)
             if dry is not None:
-                err.print(dry.line(o), markup=False, highlight=False)
+                err.print(shown(dry.line(o)), markup=False, highlight=False)
                 if dry.observe(o):
                     stop.set()  # the trace is done (or nothing left can ever start)
                 return
             if o.error:
-                err.print(f"round failed: {o.error}", markup=False)
+                err.print(f"round failed: {shown(o.error)}", markup=False)
                 return
             status = o.plan.report.status if o.plan else "-"
             err.print(
@@ -145,7 +146,7 @@ def run(
             store.close()
         if dry is not None:
             for line in dry.summary(metrics, settings.budgets, rounds):
-                out.print(line, markup=False, highlight=False)
+                out.print(shown(line), markup=False, highlight=False)
 
     guarded(act)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from alloc.cli.common import check_writable, err, out, write_atomically
 from alloc.io import InputError
+from alloc.printable import shown
 from alloc.readable import count, counted
 
 if TYPE_CHECKING:
@@ -93,9 +94,9 @@ def export_kubernetes(request: ExportRequest) -> int:
     assert isinstance(source, KubeApi)
     sent, failure = apply_steps(steps, source)
     for step in steps[:sent]:
-        out.print(f"ok      {step.what}", markup=False, highlight=False, soft_wrap=True)
+        out.print(f"ok      {shown(step.what)}", markup=False, highlight=False, soft_wrap=True)
     if failure:
-        err.print(f"failed  {failure}", markup=False, highlight=False, soft_wrap=True)
+        err.print(f"failed  {shown(failure)}", markup=False, highlight=False, soft_wrap=True)
         left = len(steps) - sent - 1
         err.print(f"stopped: {counted(left, 'request')} after it not sent", markup=False)
     out.print(f"{count(sent)} of {counted(len(steps), 'request')} sent", highlight=False)

@@ -14,6 +14,7 @@ import typer
 from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path
 from alloc.cli.common import guarded, out
 from alloc.cli.tables import print_table
+from alloc.printable import shown
 from alloc.readable import count
 
 if TYPE_CHECKING:
@@ -149,8 +150,8 @@ def status(
             )
         out.print(f"running: {running}", highlight=False)
         for line in recorded_at(load_controller_config(config).state_url):
-            out.print(line, markup=False, highlight=False)
-        for job, why in sorted(notes.items()):
-            out.print(f"{job}: {why}", markup=False, highlight=False)
+            out.print(shown(line), markup=False, highlight=False)
+        for job, why in sorted(notes.items()):  # as the cluster wrote them
+            out.print(f"{shown(job)}: {shown(why)}", markup=False, highlight=False)
 
     guarded(act)

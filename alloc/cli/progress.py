@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+from alloc.printable import shown
 from alloc.readable import count, counted
 from alloc.report.fmt import duration
 
@@ -199,7 +200,7 @@ class ProgressDisplay:
 
     def note(self, text: str) -> None:
         """A line above the live display, or among the progress lines."""
-        self.console.print(escape(text), highlight=False, soft_wrap=True)
+        self.console.print(escape(shown(text)), highlight=False, soft_wrap=True)
 
     # -- showing it ---------------------------------------------------------------------
 
@@ -234,7 +235,7 @@ class ProgressDisplay:
         assert self.interval_s is not None
         while not self._done.wait(self.interval_s):
             for line in self.lines():
-                self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+                self.console.print(shown(line), markup=False, highlight=False, soft_wrap=True)
 
     def __enter__(self) -> ProgressDisplay:
         if self.live:

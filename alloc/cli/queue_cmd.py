@@ -16,6 +16,7 @@ import typer
 from alloc.cli.common import err, guarded
 from alloc.cli.plans import check_solver, checked_plan
 from alloc.io.errors import InputError
+from alloc.printable import shown
 
 if TYPE_CHECKING:
     from alloc.domain import BudgetPath, BudgetTree, Plan, Snapshot, WorkloadId
@@ -82,24 +83,25 @@ def queue(
         budgets = _budgets(budget, snapshot.budgets, source)
         chosen, ctx = _plan_and_context(snapshot, source, plan, solver)
         rows = queue_rows(snapshot, chosen, ctx.share.ratios, ctx.order)
-        shown = sort_rows(select(rows, states, budgets), sort, reverse)
+        picked = sort_rows(select(rows, states, budgets), sort, reverse)
         if output_format == "json":
-            sys.stdout.write(_json(snapshot, shown))
+            sys.stdout.write(_json(snapshot, picked))
         elif output_format == "csv":
-            sys.stdout.write(_csv(shown))
+            sys.stdout.write(_csv(picked))
         else:
             from alloc.cli.queue_table import ELLIPSIS, footer, table_lines
             from alloc.queue import has_gpu_types
 
             width = None if wide else shutil.get_terminal_size().columns
-            lines = table_lines(shown, width, has_gpu_types(snapshot))
-            lines += footer(shown, len(rows), width)
+            lines = table_lines(picked, width, has_gpu_types(snapshot))
+            lines += footer(picked, len(rows), width)
             text = "\n".join(lines) + "\n"
             if not _can_write(ELLIPSIS):  # a log in a legacy encoding: one column still
                 text = text.replace(ELLIPSIS, "*")
             sys.stdout.write(text)
         for job, why in sorted(notes.items()):
-            err.print(f"note: {job}: {why}", markup=False, highlight=False, soft_wrap=True)
+            note = f"note: {shown(job)}: {shown(why)}"  # as the cluster wrote them
+            err.print(note, markup=False, highlight=False, soft_wrap=True)
 
     guarded(act)
 
@@ -144,13 +146,13 @@ def _budgets(values: list[str] | None, tree: BudgetTree, source: str) -> list[Bu
     known = known_paths(tree)
     for value in values:
         if value not in tree or not value:
-            shown = ", ".join(known[:12])
+            listed = ", ".join(known[:12])
             if len(known) > 12:
-                shown += f" ... ({len(known)} in all)"
+                listed += f" ... ({len(known)} in all)"
             raise InputError(
                 "--budget",
                 "",
-                f"no budget node {value!r} in {source}; its nodes are: {shown or 'none'}",
+                f"no budget node {value!r} in {source}; its nodes are: {listed or 'none'}",
             )
     return [BudgetPath(v) for v in values]
 
@@ -224,7 +226,11 @@ def _csv(rows: list[QueueRow]) -> str:
 
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=FIELDS, lineterminator="\n")
+    # With lines ended by "\n", the csv module leaves a lone "\r" unquoted, and a reader
+    # takes it for the end of the row: a row with one (a name a cluster reports) is quoted.
+    quoted = csv.DictWriter(text, FIELDS, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: "" if v is None else v for k, v in record(r).items()})
+        row = {k: "" if v is None else v for k, v in record(r).items()}
+        (quoted if any("\r" in str(v) for v in row.values()) else writer).writerow(row)
     return text.getvalue()

@@ -14,6 +14,7 @@ from alloc.cli.columns import Column, shorten_middle, shorten_middle_keep_tail
 from alloc.cli.tables import print_table
 from alloc.domain import Plan
 from alloc.io.durations import format_time
+from alloc.printable import shown
 from alloc.readable import count, counted, duration, hours, number
 from alloc.readable import pct as fmt_pct
 from alloc.report.fmt import demand as fmt_demand
@@ -41,15 +42,16 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     gap = "-" if r.gap is None else f"{r.gap:.3%}"
     bound = "-" if r.bound is None else f"{r.bound:,.2f}"
     round_s = m.get("round_seconds", 0.0)
-    console.print(Text(f"{source} at {format_time(plan.now)} (round: {round_s:.3f} s)"))
+    console.print(Text(f"{shown(source)} at {format_time(plan.now)} (round: {round_s:.3f} s)"))
     console.print(
-        f"solver [bold]{r.solver}[/]: [bold]{r.status}[/] in {r.solve_seconds:.3f} s, "
+        f"solver [bold]{escape(shown(r.solver))}[/]: [bold]{escape(shown(r.status))}[/] in "
+        f"{r.solve_seconds:.3f} s, "
         f"objective {r.objective:,.2f}, bound {bound}, gap {gap}",
         highlight=False,
     )
     if r.note:
         style = "yellow" if r.status == "fallback" else "dim"
-        console.print(Text(f"note: {r.note}", style=style))
+        console.print(Text(f"note: {shown(r.note)}", style=style))
 
     console.print()
     print_table(

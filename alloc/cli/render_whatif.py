@@ -16,6 +16,7 @@ from rich.text import Text
 
 from alloc.cli import tables
 from alloc.cli.columns import Column, shorten_middle_keep_tail
+from alloc.printable import shown
 from alloc.report.compare import Comparison
 from alloc.report.fmt import duration, pct, signed, stopped_after
 
@@ -141,11 +142,11 @@ def print_comparison(
             f"Δ d/o: percentage points against {against}",
         ]
         for line in legend:
-            console.print(line, highlight=False, markup=False)
+            console.print(shown(line), highlight=False, markup=False)
     for i, label in enumerate(c.labels):
         if c.partial(i):
             console.print(
-                f"* partial: {label} {stopped_after(c.runs[i].metrics)}",
+                f"* partial: {shown(label)} {stopped_after(c.runs[i].metrics)}",
                 highlight=False,
                 markup=False,
             )
@@ -157,7 +158,7 @@ def print_comparison(
         )
     if c.not_run:
         console.print(
-            f"not run (stopped before they began): {', '.join(c.not_run)}",
+            f"not run (stopped before they began): {shown(', '.join(c.not_run))}",
             highlight=False,
             markup=False,
         )

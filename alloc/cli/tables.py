@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
-from alloc.cli.columns import Column, fit, format_row
+from alloc.cli.columns import Column, fit, format_row, visible
+from alloc.printable import shown
 
 __all__ = ["print_table"]
 
@@ -30,10 +31,12 @@ def print_table(
 ) -> None:
     """`title` (bold), the header (bold; with `rule` a dim rule under it), one line per row (a
     row of one cell is a group heading, bold), then each line of `legend` as prose. `tight`:
-    the spaces between columns when the table is narrowed to the console's width."""
+    the spaces between columns when the table is narrowed to the console's width. Names
+    in cells, title and legend are shown escaped (`alloc.printable.shown`)."""
+    rows = visible(rows)
     layout = fit(columns, rows, console.width, tight)
     if title is not None:
-        console.print(Text(title, style="bold"))
+        console.print(Text(shown(title), style="bold"))
     console.print(
         Text(format_row(columns, layout, [c.head for c in columns]), style="bold"), soft_wrap=True
     )
@@ -44,4 +47,4 @@ def print_table(
         style = "bold" if len(row) == 1 and len(columns) > 1 else ""
         console.print(Text(format_row(columns, layout, row), style=style), soft_wrap=True)
     for line in legend:
-        console.print(line, markup=False, highlight=False)
+        console.print(shown(line), markup=False, highlight=False)

@@ -14,6 +14,7 @@ import typer
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.params import choice, number, whole
 from alloc.io.errors import InputError
+from alloc.printable import shown
 from alloc.readable import count, counted, duration
 
 if TYPE_CHECKING:  # the trace readers load when the command runs
@@ -111,7 +112,7 @@ def import_trace(
                 output.unlink(missing_ok=True)
                 raise
         for line in summary_lines(kind.value, result.summary):
-            out.print(line, markup=False, highlight=False, soft_wrap=True)
+            out.print(shown(line), markup=False, highlight=False, soft_wrap=True)
         err.print(f"trace written to {output}", markup=False)
         if lab is not None:
             err.print(f"lab written to {lab}", markup=False)

@@ -21,6 +21,7 @@ from alloc.domain import (
 )
 from alloc.io.durations import format_time
 from alloc.io.errors import InputError, field_path, read_input
+from alloc.io.names import check_name
 from alloc.io.schema import Time
 
 
@@ -115,6 +116,7 @@ def load_plan(path: str | Path) -> Plan:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise InputError(file, field_path(tuple(first["loc"])), first["msg"]) from None
+    _check_names(raw, file)
     decisions = tuple(
         Decision(
             WorkloadId(d.workload),
@@ -137,3 +139,19 @@ def load_plan(path: str | Path) -> Plan:
     )
     drained = tuple(HostName(h) for h in raw.drained_hosts)
     return Plan(raw.now, report, decisions, drained, metrics, reservations, raw.round)
+
+
+def _check_names(raw: _PlanIn, file: str) -> None:
+    """Workload ids and host names are printable text (alloc.io.names); the note is prose,
+    shown escaped."""
+    names: list[tuple[tuple[object, ...], str]] = []
+    for i, d in enumerate(raw.decisions):
+        names.append((("decisions", i, "workload"), d.workload))
+        names += [(("decisions", i, "hosts", h), h) for h in d.hosts]
+        names += [(("decisions", i, "backfill_for", j), g) for j, g in enumerate(d.backfill_for)]
+    names += [(("drained_hosts", i), h) for i, h in enumerate(raw.drained_hosts)]
+    for i, r in enumerate(raw.reservations):
+        names.append((("reservations", i, "workload"), r.workload))
+        names += [(("reservations", i, "hosts", j), h) for j, h in enumerate(r.hosts)]
+    for loc, name in names:
+        check_name(name, file, field_path(loc))

@@ -15,6 +15,7 @@ from pathlib import Path
 from alloc.domain import BudgetPath, BudgetTree, Topology, TraceJob, WorkloadId
 from alloc.io.durations import format_duration, parse_duration
 from alloc.io.errors import InputError, read_input
+from alloc.io.names import check_row
 
 COLUMNS = (
     "id",
@@ -60,6 +61,7 @@ def parse_trace(
 ) -> list[TraceJob]:
     reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff")))
     header = reader.fieldnames or []
+    check_row(((f"header column {i + 1}", c) for i, c in enumerate(header)), file, 1)
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise InputError(
@@ -89,6 +91,7 @@ def parse_trace(
                     "a quote is not closed (the field runs on to the next lines)",
                     began,
                 )
+        check_row(row.items(), file, line)
         job = _job(row, file, line, budgets, max_min_runtime_s, tree_source)
         if gpu_types is not None and job.gpu_type is not None and job.gpu_type not in gpu_types:
             raise InputError(

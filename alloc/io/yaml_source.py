@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from alloc.io.errors import InputError, field_path
+from alloc.io.names import check_tree, unreadable
 
 
 class _Loader(yaml.SafeLoader):
@@ -25,6 +26,8 @@ def read_yaml(text: str, file: str) -> tuple[Any, dict[tuple[object, ...], int]]
     """The document and a map from field path to line number (1-based)."""
     try:
         node = yaml.compose(text, Loader=_Loader)
+    except yaml.reader.ReaderError as exc:  # a control character outside a quoted escape
+        raise unreadable(text, file, exc.position, exc.character) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -46,6 +49,7 @@ def read_yaml(text: str, file: str) -> tuple[Any, dict[tuple[object, ...], int]]
         raise InputError(file, "", f"not valid YAML: {exc}") from None
     finally:
         loader.dispose()
+    check_tree(data, file, lines)  # names are printable text (alloc.io.names)
     return data, lines
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from alloc.io.files import write_atomically
+from alloc.printable import shown
 from alloc.report.compare import COUNTS, OVERALL_KEYS, TEAM_KEYS, TOLERANCE, WORST, Comparison
 from alloc.report.data import CLASSES, fnum
 from alloc.report.fmt import (
@@ -44,11 +45,11 @@ def _draw(path: Path, c: Comparison) -> Path:
             ys = [t - 0.4 + width * (i + 0.5) for t in range(len(c.teams))]
             ratios = [(c.team(team, i) or {}).get("delivered_over_owed") for team in c.teams]
             xs = [100 * (r or 0.0) for r in ratios]
-            top.barh(ys, xs, height=width * 0.92, color=f"C{i % 10}", label=label)
+            top.barh(ys, xs, height=width * 0.92, color=f"C{i % 10}", label=shown(label))
             for y, r, team in zip(ys, ratios, c.teams, strict=True):
                 if r is None and c.team(team, i) is not None:  # not 0%: nothing was owed
                     top.text(1, y, "owed nothing", va="center", fontsize=7, color="#4a5568")
-        top.set_yticks(range(len(c.teams)), c.teams, fontsize=9)
+        top.set_yticks(range(len(c.teams)), [shown(t) for t in c.teams], fontsize=9)
         top.invert_yaxis()
         top.axvline(100, color="#1a202c", linestyle="--", linewidth=1.1)
         top.set_xlabel("delivered / owed (%)")

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from alloc.printable import shown
 from alloc.readable import count, counted, duration, hours, number, pct, signed_duration
 
 __all__ = [  # the numbers as alloc.readable writes them, and the HTML around them
@@ -61,7 +62,9 @@ def signed(value: float, digits: int = 1, unit: str = "") -> str:
 
 
 def e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """Text as HTML: markup characters escaped, and characters that do not display (a control,
+    a bidirectional override) written as visible escapes (`alloc.printable.shown`)."""
+    return html.escape(shown(str(value)), quote=True)
 
 
 def data_uri(png: Path) -> str:

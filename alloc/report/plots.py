@@ -14,6 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from alloc.io.files import atomic_path
+from alloc.printable import shown
 from alloc.report.data import CLASSES, PLOTS, Run, fnum, load_run, num
 from alloc.report.fmt import count, counted, duration, pct
 
@@ -164,7 +165,7 @@ def _delivered_vs_owed(run: Run) -> Figure:
     h = 0.38
     left.barh([y + h / 2 for y in ys], owed, height=h, color="#cbd5e0", label="owed")
     left.barh([y - h / 2 for y in ys], delivered, height=h, color="#2b6cb0", label="delivered")
-    left.set_yticks(ys, order, fontsize=9)
+    left.set_yticks(ys, [shown(t) for t in order], fontsize=9)
     left.invert_yaxis()  # worst team on top
     left.set_xlabel("GPU-hours over the run")
     left.legend(loc="lower right", fontsize=9)
@@ -279,7 +280,9 @@ def _fairshare(run: Run) -> Figure:
         xs, ys = _steps(hours, ratios)  # a ratio sampled at an hour's first round holds for it
         end = max(end, xs[-1])
         style = ("-", "--", ":")[(i // 20) % 3]  # 20 distinct colours, then line styles
-        ax.plot(xs, ys, linestyle=style, color=TEAM_COLORS(i % 20), linewidth=1.3, label=team)
+        ax.plot(
+            xs, ys, linestyle=style, color=TEAM_COLORS(i % 20), linewidth=1.3, label=shown(team)
+        )
     ax.set_xlim(0, end)
     ax.axhline(1.0, color="#1a202c", linestyle="--", linewidth=1.0)
     ax.set_ylim(bottom=0)

@@ -19,6 +19,7 @@ from pathlib import Path
 from alloc.domain import HostName, HostState
 from alloc.io.durations import parse_duration
 from alloc.io.errors import InputError, read_input
+from alloc.io.names import check_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ def read_host_events(path: str | Path, hosts: set[str]) -> list[HostEvent]:
     text = read_input(path, "utf-8-sig", "a CSV file")
     reader = csv.DictReader(io.StringIO(text))
     columns = reader.fieldnames or []
+    check_row(((f"header column {i + 1}", c) for i, c in enumerate(columns)), file, 1)
     if sorted(c.strip() for c in columns) != ["host", "state", "time"]:
         raise InputError(file, "", "expected the columns time,host,state (each once)", 1)
     reader.fieldnames = [c.strip() for c in columns]
@@ -55,6 +57,7 @@ def read_host_events(path: str | Path, hosts: set[str]) -> list[HostEvent]:
             raise InputError(file, "", "the row has more columns than the header", line)
         if any(v is None for v in row.values()):
             raise InputError(file, "", "the row has too few columns", line)
+        check_row(row.items(), file, line)
         try:
             t = parse_duration(row["time"])
         except ValueError as exc:

@@ -23,6 +23,7 @@ from alloc.domain import (
     TraceJob,
 )
 from alloc.io.errors import InputError, read_input
+from alloc.io.names import check_row
 from alloc.io.shares import share_of_percent
 
 HOSTS_PER_BLOCK = 32
@@ -93,7 +94,9 @@ def read_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict[s
                 f"({','.join(header)})",
                 line,
             )
-        yield line, {h: c.strip() for h, c in zip(header, cells, strict=True)}
+        row = {h: c.strip() for h, c in zip(header, cells, strict=True)}
+        check_row(((c, row[c]) for c in required), file, line)  # the columns it reads
+        yield line, row
 
 
 def number(row: dict[str, str], name: str, file: str, line: int) -> float:
