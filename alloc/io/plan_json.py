@@ -20,7 +20,8 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.io.durations import format_time
-from alloc.io.errors import InputError, field_path, read_input
+from alloc.io.errors import InputError, field_path
+from alloc.io.limits import read_input
 from alloc.io.schema import Time
 
 

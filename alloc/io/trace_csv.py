@@ -14,7 +14,8 @@ from pathlib import Path
 
 from alloc.domain import BudgetPath, BudgetTree, Topology, TraceJob, WorkloadId
 from alloc.io.durations import format_duration, parse_duration
-from alloc.io.errors import InputError, read_input
+from alloc.io.errors import InputError
+from alloc.io.limits import read_input
 
 COLUMNS = (
     "id",

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from alloc.domain import HostName, HostState
 from alloc.io.durations import parse_duration
-from alloc.io.errors import InputError, read_input
+from alloc.io.errors import InputError
+from alloc.io.limits import read_input
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,8 @@ from alloc.domain import (
     Snapshot,
     TraceJob,
 )
-from alloc.io.errors import InputError, read_input
+from alloc.io.errors import InputError
+from alloc.io.limits import read_input
 
 HOSTS_PER_BLOCK = 32
 HOSTS_PER_RACK = 4
