@@ -5,34 +5,45 @@ naming the file, line and field and the bound), never a hang, an exhausted memor
 internal error. The bounds a real lab could outgrow are read from the environment:
 
     ALLOC_MAX_FILE_MB   size of one input file (instance, trace, host events, plan), MiB
+    ALLOC_MAX_VALUES    values (scalars, lists, mappings) in one YAML file
+    ALLOC_MAX_ROWS      rows of one CSV file (trace, host events)
     ALLOC_MAX_HOSTS     hosts in one cluster
     ALLOC_MAX_GPUS      GPUs in one cluster
 """
 
 from __future__ import annotations
 
+import csv
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any, TypeVar
 
 from alloc.io.errors import InputError
 
 MIB = 1 << 20
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
     file_bytes: int = 32 * MIB  # a 65,536-GPU instance is 1.4 MB; ~5 s to read 32 MiB
+    values: int = 1_000_000  # a 65,536-GPU instance has 173,000; ~2 s to read a million
+    rows: int = 250_000  # Philly's trace has 82,000 jobs; ~3 s to read 250,000
     nesting: int = 64  # YAML collections within collections (a 30-level budget tree)
     text: int = 4096  # characters of one YAML value or CSV field
     hosts: int = 65_536
     gpus: int = 262_144  # 4x the largest cluster alloc is measured on
+    seconds: float = 10 * 365 * 86_400.0  # a time or duration in a trace: ten years
 
 
 # name of the environment variable -> (field of Limits, unit it is given in)
 SETTINGS = {
     "ALLOC_MAX_FILE_MB": ("file_bytes", MIB),
+    "ALLOC_MAX_VALUES": ("values", 1),
+    "ALLOC_MAX_ROWS": ("rows", 1),
     "ALLOC_MAX_HOSTS": ("hosts", 1),
     "ALLOC_MAX_GPUS": ("gpus", 1),
 }
@@ -63,6 +74,58 @@ def setting(field: str) -> str:
         if name == field:
             return f" (set {variable} to allow more)"
     return ""
+
+
+def check_text(value: str, file: str, field: str, line: int | None) -> str:
+    """`value` if it is within the characters of one value alloc reads, else InputError."""
+    most = limits().text
+    if len(value) > most:
+        raise InputError(
+            file,
+            field,
+            f"a value of {len(value):,} characters, more than the {most:,} alloc reads",
+            line,
+        )
+    return value
+
+
+def bounded_rows(reader: Iterator[R], file: str) -> Iterator[R]:
+    """The rows of a csv reader or DictReader, each field within the characters alloc reads,
+    and a row the csv module cannot read (a field past its own bound of 131,072 characters)
+    reported as bad input at its line."""
+    lines: Any = getattr(reader, "reader", reader)  # a DictReader's line_num lags on an error
+    bounds = limits()
+    for count in range(bounds.rows + 1):
+        try:
+            row: Any = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            message = f"not valid CSV: {exc}"
+            if "field limit" in str(exc):
+                message = (
+                    f"a value of more than {csv.field_size_limit():,} characters, more than "
+                    f"the {bounds.text:,} alloc reads"
+                )
+            raise InputError(file, "", message, lines.line_num) from None
+        if count == bounds.rows:
+            raise InputError(
+                file,
+                "",
+                f"more than {bounds.rows:,} rows, the most alloc reads" + setting("rows"),
+                lines.line_num,
+            )
+        cells = row.values() if isinstance(row, dict) else row
+        if max(map(_length, cells), default=0) > bounds.text:
+            named = row.items() if isinstance(row, dict) else enumerate(row)
+            for name, value in named:
+                if isinstance(value, str):
+                    check_text(value, file, name if isinstance(name, str) else "", lines.line_num)
+        yield row
+
+
+def _length(cell: object) -> int:
+    return len(cell) if isinstance(cell, str) else 0
 
 
 def read_input(path: str | Path, encoding: str = "utf-8", kind: str = "file") -> str:

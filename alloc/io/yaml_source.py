@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from alloc.io.errors import InputError, field_path
-from alloc.io.limits import limits
+from alloc.io.limits import limits, setting
 
 try:
     from yaml import CSafeLoader as _Parser
@@ -110,6 +110,7 @@ class _Reader:
         self.known: dict[tuple[str | None, str, Any], Any] = {}  # scalars met before
         self.stack: list[_Collection] = []
         self.documents = 0
+        self.values = 0  # scalars and collections read
         self.result: Any = None
 
     def read(self) -> Any:
@@ -131,6 +132,7 @@ class _Reader:
                 event: Any = loader.get_event()
                 kind = type(event)
                 if kind is yaml.ScalarEvent:
+                    self.values += 1
                     value = known.get((event.tag, event.value, event.implicit), _NO_KEY)
                     if value is _NO_KEY:
                         value = scalar(event)
@@ -153,6 +155,14 @@ class _Reader:
                         )
                 elif kind is yaml.StreamEndEvent:
                     return
+                if self.values > self.bounds.values:
+                    raise InputError(
+                        self.file,
+                        "",
+                        f"more than {self.bounds.values:,} values, the most alloc reads"
+                        + setting("values"),
+                        event.start_mark.line + 1,
+                    )
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None
@@ -194,6 +204,7 @@ class _Reader:
             raise self.fail(
                 f"not valid YAML: the tag {_short(event.tag)} is not supported here", event
             )
+        self.values += 1
         if len(self.stack) >= self.bounds.nesting:
             raise self.fail(f"nested more than {self.bounds.nesting} levels deep", event)
         data: dict[Any, Any] | list[Any] = {} if mapping else []

@@ -23,7 +23,7 @@ from alloc.domain import (
     TraceJob,
 )
 from alloc.io.errors import InputError
-from alloc.io.limits import read_input
+from alloc.io.limits import bounded_rows, read_input
 
 HOSTS_PER_BLOCK = 32
 HOSTS_PER_RACK = 4
@@ -81,7 +81,7 @@ def read_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict[s
             f"the header is {','.join(header)})",
             1,
         )
-    for cells in reader:
+    for cells in bounded_rows(reader, file):
         if not cells or (len(cells) == 1 and not cells[0].strip()):
             continue
         line = reader.line_num
