@@ -226,7 +226,7 @@ def test_a_file_past_the_size_bound_is_refused_without_being_read_whole(
 
 
 def test_an_endless_file_is_refused_at_the_bound() -> None:
-    with pytest.raises(InputError, match="larger than 32 MiB"):
+    with pytest.raises(InputError, match="larger than 16 MiB"):
         load_instance("/dev/zero")
 
 

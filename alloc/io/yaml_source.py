@@ -43,6 +43,10 @@ _Resolver.yaml_implicit_resolvers = {
     key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for key, resolvers in yaml.resolver.Resolver.yaml_implicit_resolvers.items()
 }
+# First characters of a plain scalar that may resolve to something other than text (a number,
+# a bool, null, a merge key), "" (an empty plain scalar is null) included: any other plain
+# scalar is text without asking the resolver.
+_MAYBE_NOT_TEXT = frozenset(k for k, v in _Resolver.yaml_implicit_resolvers.items() if v) | {""}
 
 
 def read_yaml(text: str, file: str) -> tuple[Any, Mapping[Path, int]]:
@@ -127,15 +131,24 @@ class _Reader:
     def _events(self) -> None:
         loader = _Parser(self.text)
         scalar, start, put, known, stack = self.scalar, self.start, self.put, self.known, self.stack
+        most = self.bounds.text
         try:
             while True:
                 event: Any = loader.get_event()
                 kind = type(event)
                 if kind is yaml.ScalarEvent:
                     self.values += 1
-                    value = known.get((event.tag, event.value, event.implicit), _NO_KEY)
-                    if value is _NO_KEY:
-                        value = scalar(event)
+                    text = event.value
+                    if (
+                        event.tag is None
+                        and (not event.implicit[0] or text[:1] not in _MAYBE_NOT_TEXT)
+                        and len(text) <= most
+                    ):
+                        value = text  # quoted, or plain and no other type starts so: text
+                    else:
+                        value = known.get((event.tag, text, event.implicit), _NO_KEY)
+                        if value is _NO_KEY:
+                            value = scalar(event)
                     put(value, event, None)
                 elif kind in _STARTS:
                     start(event, kind is yaml.MappingStartEvent)
