@@ -576,7 +576,6 @@ def test_the_one_rule_and_its_readers_keep_their_public_names():
     assert alloc.io.names.__all__ == [
         "check_name",
         "check_row",
-        "check_tree",
         "problem",
         "unreadable",
         "yaml_field",

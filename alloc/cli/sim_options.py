@@ -13,7 +13,8 @@ from rich.console import Console
 from alloc.cli.common import check_writable, console
 from alloc.cli.params import number, whole
 from alloc.io.durations import parse_duration
-from alloc.io.errors import InputError, read_input
+from alloc.io.errors import InputError
+from alloc.io.limits import read_input
 
 if TYPE_CHECKING:  # the simulator and the solvers load when a command runs, not before
     from alloc.sim.run import Inputs, RunSpec

@@ -6,6 +6,8 @@ import math
 import re
 from datetime import datetime
 
+from alloc.io.limits import limits
+
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _WHOLE = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[smhdw]\s*)+$")
@@ -25,6 +27,8 @@ def parse_duration(value: object) -> float:
         raise ValueError(f"expected a duration such as 90s, 15m, 8h or 7d, got {value!r}")
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"a duration must be zero or more, got {value!r}")
+    if seconds > limits().seconds:
+        raise ValueError(f"{value!r} is more than ten years, the longest duration alloc reads")
     return seconds
 
 

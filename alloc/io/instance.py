@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -30,7 +31,8 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.io.durations import format_duration, format_time
-from alloc.io.errors import InputError, field_path, read_input
+from alloc.io.errors import InputError, field_path
+from alloc.io.limits import limits, read_input, setting
 from alloc.io.schema import BudgetIn, ClusterIn, InstanceIn, PolicyIn, WorkloadIn
 from alloc.io.shares import ONE, over_100, percent_text
 from alloc.io.yaml_source import line_of, read_yaml
@@ -38,7 +40,7 @@ from alloc.readable import count, counted
 
 
 class _Reporter:
-    def __init__(self, file: str, lines: dict[tuple[object, ...], int]) -> None:
+    def __init__(self, file: str, lines: Mapping[tuple[object, ...], int]) -> None:
         self.file = file
         self.lines = lines
 
@@ -176,7 +178,29 @@ def policy_from(raw: PolicyIn) -> Policy:
     )
 
 
+def _check_size(raw: ClusterIn, report: _Reporter) -> None:
+    """The cluster within the hosts and GPUs alloc reads (alloc.io.limits), checked before any
+    host is made: a group of a million 4,096-GPU hosts is refused, not expanded."""
+    bounds = limits()
+    hosts, gpus = len(raw.hosts), sum(h.gpus for h in raw.hosts)
+    where: tuple[object, ...] = ("cluster", "hosts")
+    for j, g in enumerate(raw.host_groups):
+        hosts, gpus, where = hosts + g.count, gpus + g.count * g.gpus, ("cluster", "host_groups", j)
+        if hosts > bounds.hosts or gpus > bounds.gpus:
+            break
+    if hosts > bounds.hosts:
+        raise report.error(
+            where,
+            f"{hosts:,} hosts, more than the {bounds.hosts:,} alloc reads" + setting("hosts"),
+        )
+    if gpus > bounds.gpus:
+        raise report.error(
+            where, f"{gpus:,} GPUs, more than the {bounds.gpus:,} alloc reads" + setting("gpus")
+        )
+
+
 def _cluster(raw: ClusterIn, report: _Reporter) -> Cluster:
+    _check_size(raw, report)
     hosts: list[Host] = []
     where: dict[str, tuple[object, ...]] = {}
 

@@ -9,15 +9,12 @@ input: the file, the line, the field and what is wrong, e.g. `contains a control
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from alloc.io.errors import InputError, field_path
 from alloc.printable import describe, first_hidden
 
-__all__ = ["check_name", "check_row", "check_tree", "problem", "unreadable", "yaml_field"]
-
-Lines = Mapping[tuple[object, ...], int]
+__all__ = ["check_name", "check_row", "problem", "unreadable", "yaml_field"]
 
 
 def problem(text: str) -> str | None:
@@ -43,32 +40,6 @@ def check_row(cells: Iterable[tuple[str | None, object]], file: str, line: int) 
     for column, value in cells:
         if isinstance(column, str) and isinstance(value, str):
             check_name(value.strip(), file, column, line)
-
-
-def check_tree(data: Any, file: str, lines: Lines) -> None:
-    """Every mapping key and every text value of a parsed YAML document, wherever it is, the
-    first in the file reported; `lines` maps a field path to its line
-    (`alloc.io.yaml_source.read_yaml`)."""
-    stack: list[tuple[tuple[object, ...], Any, bool]] = [((), data, False)]
-    while stack:  # no recursion: a budget tree may be deeper than Python's stack
-        loc, value, is_key = stack.pop()
-        if isinstance(value, str):
-            _check_at(value, loc, file, lines, "the key " if is_key else "")
-        elif isinstance(value, dict):
-            for key, item in reversed(value.items()):
-                stack.append(((*loc, key), item, False))
-                stack.append(((*loc, key), key, True))
-        elif isinstance(value, list):
-            stack.extend(((*loc, i), value[i], False) for i in reversed(range(len(value))))
-
-
-def _check_at(text: str, loc: tuple[object, ...], file: str, lines: Lines, what: str) -> None:
-    if text.isprintable():  # the common case, at C speed
-        return
-    wrong = problem(text)
-    assert wrong is not None
-    line = next((lines[loc[:end]] for end in range(len(loc), -1, -1) if loc[:end] in lines), None)
-    raise InputError(file, field_path(loc), what + wrong, line)
 
 
 # What PyYAML's reader refuses in a file (yaml.reader.Reader.NON_PRINTABLE).

@@ -20,9 +20,10 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.io.durations import format_time
-from alloc.io.errors import InputError, field_path, read_input
+from alloc.io.errors import InputError, field_path
+from alloc.io.limits import read_input
 from alloc.io.names import check_name
-from alloc.io.schema import Time
+from alloc.io.schema import HostGpus, Name, Time
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
@@ -69,21 +70,21 @@ def dump_plan(plan: Plan) -> str:
     return json.dumps(plan_to_dict(plan), indent=1) + "\n"
 
 
-class _DecisionIn(BaseModel):
+class _DecisionIn(BaseModel):  # names and GPUs read as strictly as an instance's
     model_config = ConfigDict(extra="ignore")
-    workload: str
+    workload: Name
     action: Action
     occupancy: Occupancy
-    hosts: dict[str, int] = {}
+    hosts: dict[Name, HostGpus] = {}
     protected_until: Time | None = None
-    backfill_for: list[str] = []
+    backfill_for: list[Name] = []
     reason: Reason
 
 
 class _ReservationIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    workload: str
-    hosts: list[str]
+    workload: Name
+    hosts: list[Name]
     ready_at: Time
 
 
@@ -111,6 +112,10 @@ def load_plan(path: str | Path) -> Plan:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(file, "", f"not valid JSON: {exc.msg}", exc.lineno) from None
+    except RecursionError:
+        raise InputError(file, "", "not a plan: arrays or objects nested too deep") from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        raise InputError(file, "", "not a plan: a number of more than 4,300 digits") from None
     try:
         raw = _PlanIn.model_validate(data)
     except ValidationError as exc:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from alloc.domain import BudgetPath, BudgetTree, Topology, TraceJob, WorkloadId
 from alloc.io.durations import format_duration, parse_duration
-from alloc.io.errors import InputError, read_input
+from alloc.io.errors import InputError
+from alloc.io.limits import bounded_rows, limits, read_input, setting
 from alloc.io.names import check_row
 
 COLUMNS = (
@@ -29,6 +30,7 @@ COLUMNS = (
     "topology",
 )
 OPTIONAL = ("util", "kind", "gpu_type")
+PRIORITY_BOUND = 1_000_000  # as in an instance (alloc.io.schema.WorkloadIn.priority)
 TRUE = {"1", "true", "yes", "y", "t"}
 FALSE = {"0", "false", "no", "n", "f"}
 
@@ -80,7 +82,7 @@ def parse_trace(
     jobs: list[TraceJob] = []
     seen: dict[str, int] = {}
     ended = reader.line_num  # the line the previous row ended on
-    for row in reader:
+    for row in bounded_rows(reader, file):
         line, began = reader.line_num, ended + 1
         ended = line
         for name, value in row.items():
@@ -136,6 +138,10 @@ def _job(
             ) from None
         if not math.isfinite(value):
             raise InputError(file, name, f"expected a finite number of seconds, got {text!r}", line)
+        if value > limits().seconds:
+            raise InputError(
+                file, name, f"{text} seconds is more than ten years, the most alloc reads", line
+            )
         if value < minimum:
             raise InputError(file, name, f"must be at least {minimum:g}, got {text!r}", line)
         return value
@@ -161,6 +167,14 @@ def _job(
     gpus_text = field("gpus")
     if not (gpus_text.isascii() and gpus_text.isdigit()) or int(gpus_text) <= 0:
         raise InputError(file, "gpus", f"expected a positive whole number, got {gpus_text!r}", line)
+    if int(gpus_text) > limits().gpus:
+        raise InputError(
+            file,
+            "gpus",
+            f"{int(gpus_text):,} GPUs, more than the {limits().gpus:,} of the largest cluster "
+            f"alloc reads{setting('gpus')}",
+            line,
+        )
     runtime = number("runtime", -math.inf)  # one message for zero and below: above 0
     if runtime <= 0:
         raise InputError(
@@ -188,6 +202,14 @@ def _job(
         raise InputError(
             file, "priority", f"expected a whole number, got {priority_text!r}", line
         ) from None
+    if abs(priority) > PRIORITY_BOUND:
+        raise InputError(
+            file,
+            "priority",
+            f"expected a whole number from -{PRIORITY_BOUND:,} to {PRIORITY_BOUND:,}, "
+            f"got {priority_text!r}",
+            line,
+        )
     topology_text = field("topology").lower()
     if topology_text not in ("", "block", "any"):
         raise InputError(file, "topology", f"expected block or any, got {topology_text!r}", line)

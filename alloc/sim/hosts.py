@@ -18,7 +18,8 @@ from pathlib import Path
 
 from alloc.domain import HostName, HostState
 from alloc.io.durations import parse_duration
-from alloc.io.errors import InputError, read_input
+from alloc.io.errors import InputError
+from alloc.io.limits import bounded_rows, read_input
 from alloc.io.names import check_row
 
 
@@ -51,7 +52,7 @@ def read_host_events(path: str | Path, hosts: set[str]) -> list[HostEvent]:
         raise InputError(file, "", "expected the columns time,host,state (each once)", 1)
     reader.fieldnames = [c.strip() for c in columns]
     out = []
-    for row in reader:
+    for row in bounded_rows(reader, file):
         line = reader.line_num
         if None in row:
             raise InputError(file, "", "the row has more columns than the header", line)

@@ -22,7 +22,8 @@ from alloc.domain import (
     Snapshot,
     TraceJob,
 )
-from alloc.io.errors import InputError, read_input
+from alloc.io.errors import InputError
+from alloc.io.limits import bounded_rows, read_input
 from alloc.io.names import check_row
 from alloc.io.shares import share_of_percent
 
@@ -82,7 +83,7 @@ def read_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict[s
             f"the header is {','.join(header)})",
             1,
         )
-    for cells in reader:
+    for cells in bounded_rows(reader, file):
         if not cells or (len(cells) == 1 and not cells[0].strip()):
             continue
         line = reader.line_num

@@ -30,7 +30,7 @@ from alloc.adapters.kubernetes.read import KubeSite
 from alloc.adapters.kubernetes.steps import Step
 from alloc.adapters.shell import comment, quote
 from alloc.domain import BudgetTree, Plan, Policy
-from alloc.io.errors import read_input
+from alloc.io.limits import read_input
 
 
 class ClusterFile:
