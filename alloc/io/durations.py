@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
+from functools import lru_cache
 
 from alloc.io.limits import limits
 
@@ -19,10 +20,8 @@ def parse_duration(value: object) -> float:
         raise ValueError(f"expected a duration such as 90s, 15m, 8h or 7d, got {value!r}")
     if isinstance(value, int | float):
         seconds = float(value)
-    elif isinstance(value, str) and _WHOLE.match(value.lower()):
-        seconds = sum(float(n) * _UNITS[u] for n, u in _PART.findall(value.lower()))
-    elif isinstance(value, str) and re.fullmatch(r"\s*\d+(\.\d+)?([eE][+-]?\d+)?\s*", value):
-        seconds = float(value)  # seconds; YAML reads 1e9 as a string
+    elif isinstance(value, str):
+        seconds = _seconds_of(value)
     else:
         raise ValueError(f"expected a duration such as 90s, 15m, 8h or 7d, got {value!r}")
     if not math.isfinite(seconds) or seconds < 0:
@@ -30,6 +29,15 @@ def parse_duration(value: object) -> float:
     if seconds > limits().seconds:
         raise ValueError(f"{value!r} is more than ten years, the longest duration alloc reads")
     return seconds
+
+
+@lru_cache(maxsize=1024)  # a lab's file writes the same few durations thousands of times
+def _seconds_of(text: str) -> float:
+    if _WHOLE.match(text.lower()):
+        return sum(float(n) * _UNITS[u] for n, u in _PART.findall(text.lower()))
+    if re.fullmatch(r"\s*\d+(\.\d+)?([eE][+-]?\d+)?\s*", text):
+        return float(text)  # seconds; YAML reads 1e9 as a string
+    raise ValueError(f"expected a duration such as 90s, 15m, 8h or 7d, got {text!r}")
 
 
 def format_duration(seconds: float) -> str:

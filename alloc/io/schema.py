@@ -133,7 +133,9 @@ class WorkloadIn(_Strict):
     started: Time | None = None
     hosts: dict[Name, Gpus] | None = None
     # running as backfill on hosts reserved for these gangs (the start's `backfill_for`)
-    backfill_for: list[Name] = []
+    backfill_for: list[Name] = Field(  # a factory: a default list would be copied per workload
+        default_factory=list, json_schema_extra={"default": []}
+    )
     runtime: Duration | None = None  # work it still needs (simulation only)
 
 
