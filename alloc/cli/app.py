@@ -3,7 +3,7 @@
 Exit codes (SPEC.md): 0 success; 2 bad input (file, field and what is wrong; nothing written);
 1 internal error; 130 stopped by Ctrl-C (SIGINT), with one line: `simulate` and `whatif` first
 write what they measured, marked partial (alloc.cli.stop), other commands stop at once
-(alloc.cli.common).
+(alloc.cli.common); 141 quietly when stdout's reader has gone (`| head -1`; SIGPIPE's code).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 from alloc.cli.commands import Group
-from alloc.cli.common import check_writable, err, guarded, out, write_atomically
+from alloc.cli.common import check_writable, err, flush_stdout, guarded, out, write_atomically
 from alloc.cli.params import number, whole
 from alloc.cli.plans import check_solver, checked_plan, same_instance
 from alloc.io.errors import InputError
@@ -301,7 +301,12 @@ def main() -> None:
     # (~20 ms at each start, on top of the ~0.3 s the libraries take); typer does the same
     # for its parameter adapters. An explicit setting is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
-    app()
+    try:
+        app()
+    finally:
+        # What `sys.stdout.write` left in the buffer goes out now, not at interpreter exit,
+        # where a closed pipe would print "Exception ignored ... BrokenPipeError" and exit 120.
+        flush_stdout()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from alloc.cli.common import stdout_closed
+
 # name -> "module:attribute" (a command function or a sub-app), or "" for a command defined
 # in alloc.cli.app itself (registered there with @app.command()).
 COMMANDS: dict[str, str] = {
@@ -72,11 +74,26 @@ class _Commands(MutableMapping[str, Any]):
 
 
 class Group(TyperGroup):
-    """alloc's top-level group (`typer.Typer(cls=Group)`)."""
+    """alloc's top-level group (`typer.Typer(cls=Group)`). Every command runs inside it, so a
+    closed stdout is answered here, once (`alloc.cli.common.stdout_closed`: exit 141, quietly;
+    typer's own answer is exit 1, an internal error for alloc): while the group reads its
+    options (`alloc --help | head -1`) and while a command runs."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         self.commands = _Commands(self.commands)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            stdout_closed()
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            stdout_closed()
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         return self.commands.get(cmd_name)

@@ -1,16 +1,18 @@
 """What every `alloc` command shares: the consoles, the exit-code boundary (SPEC.md: 0 success;
 2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error;
-and 130, the convention for SIGINT: stopped by Ctrl-C), and writing files whole or not at
-all (`alloc.io.files`)."""
+130, the convention for SIGINT: stopped by Ctrl-C; 141, the convention for SIGPIPE: the
+reader of stdout went away, as `alloc queue | head -1` does), and writing files whole or not
+at all (`alloc.io.files`)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -21,9 +23,11 @@ from alloc.io.files import write_atomically
 
 __all__ = [
     "EXIT_INTERRUPTED",
+    "EXIT_STDOUT_CLOSED",
     "check_writable",
     "console",
     "err",
+    "flush_stdout",
     "guarded",
     "out",
     "say_replaced",
@@ -31,26 +35,63 @@ __all__ = [
 ]
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich's own answer to a closed pipe is exit 1 (an internal error, for alloc): pass
+        it on to `stdout_closed` instead, as every other write to a closed pipe is."""
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
 def console(stderr: bool = False) -> Console:
     """A console for people. In a terminal, prose wraps at its width. Otherwise (a pipe, a log
     file) no line is ever broken (`soft_wrap`: a log line is one line), and tables
     (`alloc.cli.tables`) fit the width COLUMNS gives, else a terminal's, else 80."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, soft_wrap=not stream.isatty())
+    return _Console(stderr=stderr, soft_wrap=not stream.isatty())
 
 
 out = console()
 err = console(stderr=True)
 T = TypeVar("T")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, as a shell reports `git log | head -1`'s git
+
+
+def stdout_closed() -> NoReturn:
+    """End the command quietly (no message, no traceback) with 141 when the reader of its
+    output has gone: `alloc queue | head -1` once head has its line. Python ignores SIGPIPE and
+    raises BrokenPipeError instead; git and squeue are ended by the signal, which a shell
+    reports as 141 (with `set -o pipefail`). stdout is pointed at /dev/null first, so that
+    what is still buffered is not written again, and fails again, when Python flushes it at
+    exit (the Python docs' recipe: library/signal.html, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # a stdout without a file descriptor (a test's)
+        pass
+    raise SystemExit(EXIT_STDOUT_CLOSED)
+
+
+def flush_stdout() -> None:
+    """Write out what stdout still buffers (`sys.stdout.write` of a plan or a script), while a
+    closed pipe can still be answered with `stdout_closed`."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_closed()
 
 
 def guarded(action: Callable[[], T]) -> T:
     """Map bad input to exit 2, Ctrl-C to exit 130 and anything unexpected to exit 1, each
     with one line and no traceback. (`alloc simulate` and `alloc whatif` catch the first
-    Ctrl-C themselves and write what they measured: see `alloc.cli.stop`.)"""
+    Ctrl-C themselves and write what they measured: see `alloc.cli.stop`.) A closed stdout is
+    no error: the command group ends it (`alloc.cli.commands.Group`, `stdout_closed`)."""
     try:
         return action()
+    except BrokenPipeError:
+        raise
     except InputError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
