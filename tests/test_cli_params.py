@@ -104,7 +104,7 @@ def run(*args: str) -> Any:
         ),
         pytest.param(
             ["trace", "import", "sia", "x", "-o", "t.csv"],
-            "Invalid value for 'kind': expected philly or itp, got 'sia'",
+            "Invalid value for 'KIND': expected philly or itp, got 'sia'",
             id="an unknown trace source",
         ),
     ],

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from alloc.cli.commands import Group
+from alloc.cli.commands import Command, Group
 from alloc.cli.common import check_writable, err, flush_stdout, guarded, out, write_atomically
 from alloc.cli.params import number, whole
 from alloc.cli.plans import check_solver, checked_plan, same_instance
@@ -58,15 +58,18 @@ def _options(
     """Optimization-based batch allocator for shared GPU training clusters."""
 
 
-@app.command()
+@app.command(cls=Command)
 def solve(
     instance: Annotated[Path, typer.Argument(help="Instance YAML (see `alloc schema`).")],
     solver: Annotated[
-        str | None, typer.Option(help="milp or greedy (default: the policy's).")
+        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
     ] = None,
-    time_limit: Annotated[str | None, typer.Option(help="Wall-clock limit, e.g. 10s.")] = None,
+    time_limit: Annotated[
+        str | None,
+        typer.Option(metavar="DURATION", help="Wall-clock limit of the round, e.g. 10s."),
+    ] = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the plan JSON.")
+        Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write the plan JSON.")
     ] = None,
     depth: Annotated[int, whole(min=1, help="Budget tree levels shown.")] = 2,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan JSON instead.")] = False,
@@ -104,7 +107,7 @@ def solve(
     guarded(act)
 
 
-@app.command()
+@app.command(cls=Command)
 def validate(
     instance: Annotated[Path, typer.Argument(help="Instance YAML.")],
     plan: Annotated[Path, typer.Argument(help="Plan JSON to check against the instance.")],
@@ -131,17 +134,23 @@ def validate(
     guarded(act)
 
 
-@app.command()
+@app.command(cls=Command)
 def explain(
     instance: Annotated[
         str, typer.Argument(help="Instance YAML (or, with --config, the workload id).")
     ],
     workload: Annotated[str | None, typer.Argument(help="Workload id.")] = None,
-    plan: Annotated[Path | None, typer.Option(help="Explain this plan instead of solving.")] = None,
-    solver: Annotated[str | None, typer.Option(help="milp or greedy.")] = None,
+    plan: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Explain this plan instead of solving.")
+    ] = None,
+    solver: Annotated[
+        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
+    ] = None,
     config: Annotated[
         Path | None,
-        typer.Option(help="Controller config: explain against the live cluster and ledger."),
+        typer.Option(
+            metavar="FILE", help="Controller config: explain against the live cluster and ledger."
+        ),
     ] = None,
 ) -> None:
     """Why a workload starts, waits or is preempted, and what would have to change:
@@ -176,28 +185,52 @@ def explain(
     guarded(act)
 
 
-@app.command()
+@app.command(cls=Command)
 def generate(
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", metavar="FILE", help="Write here (default: print)."),
+    ] = None,
     hosts: Annotated[int, whole(min=1, help="Hosts.")] = 128,
     gpus_per_host: Annotated[int, whole(min=1, help="GPUs per host.")] = 8,
     hosts_per_block: Annotated[int, whole(min=1, help="Hosts per network block.")] = 32,
     levels: Annotated[
-        str, typer.Option(help="Budget nodes in all at each level below the root, e.g. 4,15,150.")
+        str,
+        typer.Option(
+            metavar="COUNTS",
+            help="Budget nodes in all at each level below the root, e.g. 4,15,150.",
+        ),
     ] = "4,15,150",
     depth: Annotated[int | None, whole(min=1, help="Tree depth (with --width).")] = None,
     width: Annotated[int | None, whole(min=1, help="Children per node.")] = None,
-    demand: Annotated[float, number(min=0.0, help="Demand / ready GPUs.")] = 2.5,
-    sizes: Annotated[str | None, typer.Option(help="Size mix, e.g. 1:0.5,8:0.3,64:0.2.")] = None,
-    running: Annotated[float, number(min=0.0, max=1.0, help="Share of GPUs busy.")] = 0.9,
+    demand: Annotated[
+        float, number(min=0.0, metavar="MULTIPLE", help="GPUs asked for / ready GPUs.")
+    ] = 2.5,
+    sizes: Annotated[
+        str | None,
+        typer.Option(metavar="MIX", help="GPUs:weight of workload sizes, e.g. 1:0.5,8:0.3,64:0.2."),
+    ] = None,
+    running: Annotated[
+        float, number(min=0.0, max=1.0, metavar="FRACTION", help="Share of GPUs busy.")
+    ] = 0.9,
     protected: Annotated[
         float,
-        number(min=0.0, max=1.0, help="Of running allocated work, the share still protected."),
+        number(
+            min=0.0,
+            max=1.0,
+            metavar="FRACTION",
+            help="Of running allocated work, the share still protected.",
+        ),
     ] = 0.5,
     unallocated: Annotated[
-        float, number(min=0.0, max=1.0, help="Share of workloads with minimum runtime 0.")
+        float,
+        number(
+            min=0.0, max=1.0, metavar="FRACTION", help="Share of workloads with minimum runtime 0."
+        ),
     ] = 0.15,
-    unhealthy: Annotated[float, number(min=0.0, max=1.0, help="Share of hosts unhealthy.")] = 0.0,
+    unhealthy: Annotated[
+        float, number(min=0.0, max=1.0, metavar="FRACTION", help="Share of hosts unhealthy.")
+    ] = 0.0,
     seed: Annotated[int, whole(help="Random seed.")] = 1,
 ) -> None:
     """Generate a seeded instance shaped like a research lab."""
@@ -287,7 +320,7 @@ def _parse_sizes(text: str) -> dict[int, float]:
     return mix
 
 
-@app.command()
+@app.command(cls=Command)
 def schema() -> None:
     """Print the JSON Schema of the instance file."""
     from alloc.io import SCHEMA_FILE

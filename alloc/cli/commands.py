@@ -1,7 +1,9 @@
-"""Every `alloc` command in the order `alloc --help` lists them, and the group that imports a
-command's module only when that command runs or a help page lists it (click's lazy loading of
-subcommands): `alloc solve` loads neither the simulator's options nor the controller's, nor
-does typer build their parameters."""
+"""Every `alloc` command in the order `alloc --help` lists them, with its one-line summary, and
+the group that imports a command's module only when that command runs or its own help page is
+asked for (click's lazy loading of subcommands): `alloc solve` loads neither the simulator's
+options nor the controller's, nor does typer build their parameters, and `alloc --help` lists
+every command from SUMMARIES without loading any. `Command` is the class of every command
+(`cls=Command`): help and usage lines as git and click write them."""
 
 from __future__ import annotations
 
@@ -10,12 +12,12 @@ from importlib import import_module
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from alloc.cli.common import stdout_closed
 
 # name -> "module:attribute" (a command function or a sub-app), or "" for a command defined
-# in alloc.cli.app itself (registered there with @app.command()).
+# in alloc.cli.app itself (registered there with @app.command(cls=Command)).
 COMMANDS: dict[str, str] = {
     "solve": "",
     "validate": "",
@@ -32,6 +34,60 @@ COMMANDS: dict[str, str] = {
     "budgets": "alloc.cli.budgets_cmd:budgets_app",
 }
 
+# name -> what `alloc --help` says of it: one line that fits beside the names in 80 columns
+# (tests/test_cli_help.py), where click would cut the docstring's first sentence mid-way.
+SUMMARIES: dict[str, str] = {
+    "solve": "Solve one round: print its summary, or the plan JSON.",
+    "validate": "Check a plan against every invariant of the contract.",
+    "explain": "Why a workload starts, waits or is preempted.",
+    "status": "The live queue in the round's order, and why work waits.",
+    "queue": "The queue like squeue: a line per workload, with its reason.",
+    "generate": "Generate a seeded instance shaped like a research lab.",
+    "schema": "Print the JSON Schema of the instance file.",
+    "simulate": "Run a lab over simulated time with the production round.",
+    "whatif": "Replay one trace under several budget trees or policies.",
+    "export": "A plan as Slurm or Kubernetes actions: a dry run, or --apply.",
+    "trace": "Import a real GPU-cluster trace as a trace CSV (and a lab).",
+    "controller": "Run alloc as a controller beside Slurm or Kubernetes.",
+    "budgets": "Show and change budget shares (audited).",
+}
+
+
+class Command(TyperCommand):
+    """A command whose help reads as git's and click's: its arguments named in capitals, in
+    the usage line (`alloc explain [OPTIONS] INSTANCE [WORKLOAD]`; typer 0.29 writes
+    `{instance}`, braces that read as a set of choices) and under Arguments (without typer's
+    `<path>`), and each option followed by the metavar it declares (`--hosts N`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if isinstance(param, TyperArgument) and param.metavar is None:
+                param.metavar = (param.name or "").upper()
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = f"{param.metavar}..." if param.nargs != 1 else str(param.metavar)
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, TyperArgument):
+                arguments.append((str(param.metavar), record[1]))
+            else:
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
 
 def _load(name: str, where: str) -> Any:
     module, attribute = where.split(":")
@@ -39,7 +95,7 @@ def _load(name: str, where: str) -> Any:
     if isinstance(found, typer.Typer):  # a sub-app: its own group
         return typer.main.get_group(found)
     one = typer.Typer(rich_markup_mode=None, add_completion=False)
-    one.command(name=name)(found)
+    one.command(name=name, cls=Command, short_help=SUMMARIES[name])(found)
     return typer.main.get_command(one)
 
 
@@ -81,6 +137,8 @@ class Group(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        for name, command in self.commands.items():  # those alloc.cli.app defines
+            command.short_help = SUMMARIES.get(name, command.short_help)
         self.commands = _Commands(self.commands)
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
@@ -100,3 +158,9 @@ class Group(TyperGroup):
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The list of `alloc --help`, from SUMMARIES: no command's module is loaded for it."""
+        rows = [(name, SUMMARIES.get(name, "")) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)

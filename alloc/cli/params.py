@@ -104,10 +104,17 @@ class Choice:
 
 
 def whole(
-    *names: str, help: str, min: int | None = None, max: int | None = None, **more: Any
+    *names: str,
+    help: str,
+    min: int | None = None,
+    max: int | None = None,
+    metavar: str = "N",
+    **more: Any,
 ) -> Any:
-    """A `typer.Option` of a whole number within [min, max] (either may be absent)."""
-    return typer.Option(*names, parser=Number(int, min, max), min=min, max=max, help=help, **more)
+    """A `typer.Option` of a whole number within [min, max] (either may be absent), shown as
+    `--hosts N` (typer would write `--hosts <int range>`)."""
+    parse = Number(int, min, max)
+    return typer.Option(*names, parser=parse, min=min, max=max, help=help, metavar=metavar, **more)
 
 
 def number(
@@ -116,14 +123,15 @@ def number(
     min: float | None = None,
     max: float | None = None,
     above: float | None = None,
+    metavar: str = "NUMBER",
     **more: Any,
 ) -> Any:
     """A `typer.Option` of a finite number within [min, max], or above `above` (excluded: the
-    help text says it)."""
+    help text says it), shown with `metavar` (FRACTION, DAYS...)."""
     if above is not None:
         help = f"{help.rstrip('.')} (above {_shown(above)})."
     parse = Number(float, min, max, above)
-    return typer.Option(*names, parser=parse, min=min, max=max, help=help, **more)
+    return typer.Option(*names, parser=parse, min=min, max=max, help=help, metavar=metavar, **more)
 
 
 def choice(kind: type[E], *, help: str, **more: Any) -> Any:
