@@ -24,6 +24,7 @@ from alloc.io.errors import InputError
 from alloc.readable import counted
 
 app = typer.Typer(
+    name="alloc",  # how messages name the program when it is not run as `alloc` (tests)
     cls=Group,  # the commands of other modules are imported when they run (alloc.cli.commands)
     rich_markup_mode=None,  # plain help, as git and kubectl print it (and 0.15 s sooner)
     add_completion=False,
@@ -170,7 +171,7 @@ def explain(
             wanted = instance
         else:
             if workload is None:
-                raise InputError("alloc explain", "", "give INSTANCE WORKLOAD (or --config)")
+                raise InputError("", "", "give INSTANCE WORKLOAD (or --config FILE WORKLOAD)")
             snapshot, source, wanted = load_instance(instance), instance, workload
         if wanted not in snapshot.by_id:
             raise InputError(source, "workloads", f"no workload with id {wanted!r}")
@@ -242,13 +243,13 @@ def generate(
         tree = _parse_levels(levels)
         if depth is not None or width is not None:
             if depth is None or width is None:
-                raise InputError("alloc generate", "--depth", "--depth and --width go together")
+                raise InputError("--depth", "", "--depth and --width go together")
             tree = _even_levels(depth, width, MAX_NODES)
         if sum(tree) > MAX_NODES:
             asked = f"--depth {depth} --width {width}" if depth is not None else levels
             raise InputError(
-                "alloc generate",
                 "--depth" if depth is not None else "--levels",
+                "",
                 f"{asked} asks for more than {MAX_NODES:,} budget nodes below the root",
             )
         mix = _parse_sizes(sizes) if sizes else dict(DEFAULT_SIZES)
@@ -298,8 +299,8 @@ def _parse_levels(text: str) -> tuple[int, ...]:
         levels = ()
     if not levels or any(n < 1 for n in levels) or list(levels) != sorted(levels):
         raise InputError(
-            "alloc generate",
             "--levels",
+            "",
             f"expected positive, non-decreasing counts of nodes per level such as 4,15,150 "
             f"(every node has at least one child), got {text!r}",
         )
@@ -313,8 +314,8 @@ def _parse_sizes(text: str) -> dict[int, float]:
         mix = {}
     if not mix or any(g < 1 or p < 0 for g, p in mix.items()) or sum(mix.values()) <= 0:
         raise InputError(
-            "alloc generate",
             "--sizes",
+            "",
             f"expected GPUs:weight pairs such as 1:0.5,8:0.3,64:0.2, got {text!r}",
         )
     return mix

@@ -109,7 +109,7 @@ def set_share(
         try:
             new = parse_share(share)
         except ValueError as exc:
-            raise InputError("SHARE", "", str(exc)) from None
+            raise InputError("", "SHARE", str(exc)) from None
         if not 0 < len(as_user) <= 200 or not as_user.isprintable():
             raise InputError("--as", "", "a user name of 1 to 200 printable characters")
         os_user = getpass.getuser()
@@ -126,7 +126,7 @@ def set_share(
             old = check_change(tree, node, new, as_user)
         except GovernanceError as exc:
             store.close()
-            raise InputError("alloc budgets set", path, str(exc)) from None
+            raise InputError("", path, str(exc)) from None
         at = time.time()
         store.change_share(at, as_user, node, old, new, os_user)
         store.close()

@@ -14,7 +14,13 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from alloc.cli.common import stdout_closed
+from alloc.cli.common import bad_input, on_the_command_line, stdout_closed
+from alloc.io.errors import InputError
+
+# click's UsageError, the class of typer's own complaints about a command line (a bad value,
+# a missing or unknown option); typer 0.29 vendors click and exports, of its errors, only
+# this subclass.
+UsageError: Any = typer.BadParameter.__mro__[1]
 
 # name -> "module:attribute" (a command function or a sub-app), or "" for a command defined
 # in alloc.cli.app itself (registered there with @app.command(cls=Command)).
@@ -64,6 +70,13 @@ class Command(TyperCommand):
         for param in self.params:
             if isinstance(param, TyperArgument) and param.metavar is None:
                 param.metavar = (param.name or "").upper()
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; bad input it finds is said with the command's name (`bad_input`)."""
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            bad_input(str(exc), ctx.command_path if on_the_command_line(exc) else "")
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -146,12 +159,16 @@ class Group(TyperGroup):
             return super().make_context(*args, **kwargs)
         except BrokenPipeError:
             stdout_closed()
+        except UsageError as exc:
+            _say_usage_error(exc)
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
             stdout_closed()
+        except UsageError as exc:
+            _say_usage_error(exc)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         return self.commands.get(cmd_name)
@@ -164,3 +181,30 @@ class Group(TyperGroup):
         rows = [(name, SUMMARIES.get(name, "")) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _say_usage_error(exc: Any) -> None:
+    """typer's complaint about a command line, in alloc's form (`alloc.cli.common.bad_input`):
+    `error: alloc generate: --hosts: expected a whole number of at least 1, got '1.5'`, where
+    typer writes the usage line, a hint and `Error: Invalid value for '--hosts': ...`. A
+    command line of the wrong shape (an unknown or missing option, an extra argument) is
+    followed by the usage line and where the help is. An error shown otherwise (`alloc trace`
+    alone shows its help) is left to typer."""
+    if type(exc).show is not UsageError.show:
+        raise exc
+    ctx = exc.ctx
+    command = ctx.command_path if ctx is not None else "alloc"
+    usage = [ctx.get_usage(), f"See '{command} --help'."] if ctx is not None else []
+    if isinstance(exc, typer.BadParameter):
+        param, hint = exc.param, exc.param_hint
+        if param is None:
+            where = hint if isinstance(hint, str) or hint is None else " / ".join(hint)
+        elif param.param_type_name == "option":
+            where = max(param.opts, key=len)  # --output, not -o
+        else:
+            where = str(param.metavar)  # an argument: INSTANCE
+        if exc.message:  # a value the option does not take
+            bad_input(f"{where}: {exc.message}" if where else exc.message, command)
+        bad_input(f"{where}: required, but not given", command, usage)
+    message = exc.format_message().rstrip(".")
+    bad_input(message[:1].lower() + message[1:], command, usage)

@@ -24,11 +24,13 @@ from alloc.io.files import write_atomically
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_STDOUT_CLOSED",
+    "bad_input",
     "check_writable",
     "console",
     "err",
     "flush_stdout",
     "guarded",
+    "on_the_command_line",
     "out",
     "say_replaced",
     "write_atomically",
@@ -84,17 +86,15 @@ def flush_stdout() -> None:
 
 
 def guarded(action: Callable[[], T]) -> T:
-    """Map bad input to exit 2, Ctrl-C to exit 130 and anything unexpected to exit 1, each
-    with one line and no traceback. (`alloc simulate` and `alloc whatif` catch the first
-    Ctrl-C themselves and write what they measured: see `alloc.cli.stop`.) A closed stdout is
-    no error: the command group ends it (`alloc.cli.commands.Group`, `stdout_closed`)."""
+    """Map Ctrl-C to exit 130 and anything unexpected to exit 1, each with one line and no
+    traceback. (`alloc simulate` and `alloc whatif` catch the first Ctrl-C themselves and
+    write what they measured: see `alloc.cli.stop`.) Bad input (InputError) is said by the
+    command that runs the action (`alloc.cli.commands.Command`: it knows its name), and a
+    closed stdout is no error: the command group ends it (`Group`, `stdout_closed`)."""
     try:
         return action()
-    except BrokenPipeError:
+    except (BrokenPipeError, InputError):
         raise
-    except InputError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
     except typer.Exit:
         raise
     except KeyboardInterrupt:
@@ -112,14 +112,39 @@ def guarded(action: Callable[[], T]) -> T:
         raise typer.Exit(1) from None
 
 
-def check_writable(option: str, path: Path, folder: bool = False) -> None:
+def bad_input(message: str, command: str = "", more: Iterable[str] = ()) -> NoReturn:
+    """Bad input: exit 2 after one line on stderr, in one form for every kind of it:
+    `error: alloc generate: --levels: what is wrong` for the command line (the command, the
+    option or argument, what is wrong with its value or with how they go together; typer's
+    own checks too: `alloc.cli.commands`) and `error: lab.yaml:41: workloads[3].gpus: what
+    is wrong` for an input file (SPEC.md). `more`: lines after it (a usage line)."""
+    line = f"{command}: {message}" if command else message
+    err.print(f"[red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    for extra in more:
+        err.print(extra, markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def on_the_command_line(exc: InputError) -> bool:
+    """Whether `exc` is about the command line rather than a file: its `file` is then the
+    option (`--levels`) or empty (how options go together, an argument: its `field`)."""
+    return not exc.file or exc.file.startswith("-")
+
+
+def check_writable(option: str, path: Path, folder: bool = False, existing: bool = False) -> None:
     """Bad input (exit 2) before any work when `path` (a file, or a folder with `folder`)
     could not be written: it is the other kind, the folder it goes into does not exist (it is
-    not created: a mistyped path is not silently made; an output folder itself may be new),
-    that folder is a file, or it is read-only."""
+    not created: a mistyped path is not silently made; an output folder itself may be new,
+    unless `existing`), that folder is a file, or it is read-only."""
     kind = "folder" if folder else "file"
     if path.exists() and path.is_dir() != folder:
         raise InputError(option, "", f"{path} exists and is not a {kind}")
+    if folder and existing and not path.exists():
+        raise InputError(
+            option,
+            "",
+            f"cannot write into {path}: the folder {path} does not exist (create it first)",
+        )
     parent = path if folder and path.is_dir() else path.parent
     if not parent.exists():
         above = parent

@@ -98,10 +98,7 @@ def export(
                 "nothing is run)",
             )
         if output is not None:
-            if not output.is_dir():
-                missing = "is not a folder" if output.exists() else "no such folder"
-                raise InputError("--output", "", f"{output}: {missing}")
-            check_writable("--output", output, folder=True)
+            check_writable("--output", output, folder=True, existing=True)
         if cluster is not None and to != "kubernetes":
             raise InputError("--cluster", "", "only for --to kubernetes")
         from alloc.io import load_plan

@@ -8,11 +8,12 @@ the place of that check, so each numeric option is declared here with a parser t
 was expected and what was given, as alloc's other bad-input messages do, and refuses what no
 count or fraction can be (nan, inf):
 
-    Invalid value for '--days': expected a number above 0, got '0'
+    error: alloc simulate: --days: expected a number above 0, got '0'
 
-typer still prints it as a usage error (with the usage line, exit 2), as it does an unknown
-option. `min` and `max` are passed on to typer too, which then only shows them in `--help`
-(`[default: 128; x>=1]`); a bound that excludes its value (`above`) is said in the help text.
+typer raises it as a usage error (exit 2), which alloc's command group says in the form of all
+bad input (`alloc.cli.commands`). `min` and `max` are passed on to typer too, which then only
+shows them in `--help` (`[default: 128; x>=1]`); a bound that excludes its value (`above`) is
+said in the help text. Each option is shown with a metavar (`--hosts N`), not typer's type.
 """
 
 from __future__ import annotations

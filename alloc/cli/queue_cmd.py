@@ -185,7 +185,7 @@ def _snapshot(
         snapshot, notes = live_with_notes(config)
         return snapshot, f"the cluster of {config}", dict(notes)
     if instance is None:
-        raise InputError("alloc queue", "", "give INSTANCE (or --config CONTROLLER.yaml)")
+        raise InputError("", "", "give INSTANCE (or --config CONTROLLER.yaml)")
     return load_instance(instance), str(instance), {}
 
 

@@ -96,14 +96,14 @@ def base_spec(
     from alloc.sim.run import RunSpec, load_inputs
 
     if (trace is None) == (not synthetic):
-        raise InputError("alloc", "", "give exactly one of --trace TRACE.csv or --synthetic")
+        raise InputError("", "", "give exactly one of --trace TRACE.csv or --synthetic")
     if synthetic and options.get("start_s"):
         raise InputError(
             "--start", "", "replays a trace from later on: give --trace, not --synthetic"
         )
     if lab is None:
         if not synthetic:
-            raise InputError("alloc", "", "give a LAB.yaml, or --synthetic for the built-in lab")
+            raise InputError("", "", "give a LAB.yaml, or --synthetic for the built-in lab")
         from alloc.sim.synthetic import SyntheticLab, synthetic_lab
 
         built, _ = synthetic_lab(SyntheticLab(days=days, seed=seed))
@@ -197,8 +197,6 @@ def _check_new_ledger(path: Path) -> None:
     import sqlite3
 
     check_writable("--ledger", path)
-    if not path.parent.is_dir():
-        raise InputError("--ledger", "", f"the folder {path.parent} does not exist")
     if not path.exists() or path.stat().st_size == 0:
         return
     try:
