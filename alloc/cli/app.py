@@ -19,7 +19,13 @@ from rich.markup import escape
 from alloc.cli.commands import Command, Group
 from alloc.cli.common import check_writable, err, flush_stdout, guarded, out, write_atomically
 from alloc.cli.params import number, whole
-from alloc.cli.plans import check_solver, checked_plan, same_instance
+from alloc.cli.plans import (
+    check_solver,
+    checked_plan,
+    same_instance,
+    violation,
+    violations_summary,
+)
 from alloc.io.errors import InputError
 from alloc.readable import counted
 
@@ -67,7 +73,7 @@ def solve(
     ] = None,
     time_limit: Annotated[
         str | None,
-        typer.Option(metavar="DURATION", help="Wall-clock limit of the round, e.g. 10s."),
+        typer.Option(metavar="DURATION", help="Wall-clock limit of the round, e.g. 10s (above 0)."),
     ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write the plan JSON.")
@@ -89,6 +95,8 @@ def solve(
                 limit = parse_duration(time_limit)
             except ValueError as exc:
                 raise InputError("--time-limit", "", str(exc)) from None
+            if not limit:  # no time to solve in: every round would be a fallback
+                raise InputError("--time-limit", "", f"must be above 0, got {time_limit!r}")
         if output is not None:
             check_writable("--output", output)
         snapshot = load_instance(instance)
@@ -124,7 +132,10 @@ def validate(
         problems = check(snapshot, loaded)
         if problems:
             for p in problems:
-                out.print(f"[red]violation:[/] {escape(p)}", highlight=False)
+                rule, fact = violation(p)
+                of = f" of {rule}" if rule else ""
+                out.print(f"[red]violation[/]{of}: {escape(fact)}", highlight=False)
+            out.print(f"{plan}: {violations_summary(problems)}", markup=False, highlight=False)
             raise typer.Exit(1)
         out.print(
             f"{plan}: valid ({counted(len(snapshot.workloads), 'decision')}, every invariant "

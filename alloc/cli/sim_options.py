@@ -171,7 +171,7 @@ def sim_options(
         )
     limit = _duration("--time-limit", time_limit)
     if time_limit is not None and not limit:
-        raise InputError("--time-limit", "", "a time limit is above 0")
+        raise InputError("--time-limit", "", f"must be above 0, got {time_limit!r}")
     if ledger != ":memory:":
         _check_new_ledger(Path(ledger))
     return {

@@ -23,7 +23,9 @@ def parse_duration(value: object) -> float:
         seconds = float(value)  # seconds; YAML reads 1e9 as a string
     else:
         raise ValueError(f"expected a duration such as 90s, 15m, 8h or 7d, got {value!r}")
-    if not math.isfinite(seconds) or seconds < 0:
+    if not math.isfinite(seconds):  # 1e400 seconds, or a YAML .inf
+        raise ValueError(f"expected a finite duration, got {value!r}")
+    if seconds < 0:
         raise ValueError(f"a duration must be zero or more, got {value!r}")
     return seconds
 
