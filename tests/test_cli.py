@@ -122,8 +122,45 @@ def test_validate_names_the_gpus_given_against_the_gpus_asked_for(lab, tmp_path)
     scratch["hosts"] = {"h1": 4}
     result = run("validate", lab, write_plan(tmp_path / "tampered.json", plan))
     assert result.exit_code == 1, result.output
-    assert "violation: scratch: given 4 GPUs (h1: 4), but it asks for 1 GPU (2)" in result.stdout
+    assert "violation of invariant 2: scratch: given 4 GPUs (h1: 4), but it asks for 1 GPU\n" in (
+        result.stdout
+    )
     assert "fits on one host" not in result.stdout
+
+
+def test_validate_names_each_broken_invariant_and_ends_with_a_summary(lab, tmp_path):
+    plan = plan_json(lab)
+    decision(plan, "scratch")["hosts"] = {"h1": 4}  # 4 GPUs for a 1-GPU job (2)
+    keeper = decision(plan, "keeper")  # protected: preempting it breaks (3)
+    keeper.update(action="preempt", reason="rebalanced")
+    keeper.pop("hosts", None)
+    keeper.pop("protected_until", None)
+    path = write_plan(tmp_path / "tampered.json", plan)
+    result = run("validate", lab, path)
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert all(line.startswith("violation of invariant ") for line in lines[:-1]), lines
+    assert not any(line.endswith(")") for line in lines[:-1]), lines  # no bare "(2)"
+    assert lines[-1] == f"{path}: {len(lines) - 1} violations of invariants 2 and 3"
+
+
+@pytest.mark.parametrize(
+    ("problems", "summary"),
+    [
+        (["h1: 12 GPUs given, it has 8 (1)"], "1 violation of invariant 1"),
+        (["a (4)", "b (1)", "c (4)", "d (6)"], "4 violations of invariants 1, 4 and 6"),
+        (["a (8.5)", "b (2)"], "2 violations of invariant 2 and rule 8.5 of models/round.md"),
+        (["a plan without a rule"], "1 violation"),
+    ],
+)
+def test_a_summary_of_violations_names_the_rules_they_break(problems, summary):
+    from alloc.cli.plans import violation, violations_summary
+
+    assert violations_summary(problems) == summary
+    assert violation("h1: 12 GPUs given, it has 8 (1)") == (
+        "invariant 1",
+        "h1: 12 GPUs given, it has 8",
+    )
 
 
 def test_validate_of_a_plan_that_is_not_json_exits_2(lab, tmp_path):
@@ -163,6 +200,34 @@ def test_solve_with_a_malformed_time_limit_exits_2_and_writes_no_plan(lab, tmp_p
     assert result.exit_code == 2
     assert "--time-limit" in result.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("limit", "message"),
+    [
+        ("0", "--time-limit: must be above 0, got '0'"),
+        ("1e400", "--time-limit: expected a finite duration, got '1e400'"),
+    ],
+)
+def test_solve_refuses_a_time_limit_of_no_time_or_without_end(lab, tmp_path, limit, message):
+    out = tmp_path / "plan.json"
+    result = run("solve", lab, "--time-limit", limit, "-o", out)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"error: alloc solve: {message}\n"
+    assert not out.exists()
+
+
+def test_solve_says_when_the_milp_was_not_needed(tmp_path):
+    # reservation.yaml: the greedy plan is within the gap of the knapsack bound; no model
+    example = Path(__file__).resolve().parents[1] / "instances" / "examples" / "reservation.yaml"
+    result = run("solve", example, "-o", tmp_path / "plan.json")
+    assert result.exit_code == 0, result.output
+    solver = result.stdout.splitlines()[1]
+    assert solver.startswith("solver milp: optimal without a MILP, objective "), solver
+    assert " in 0.000 s" not in result.stdout
+    plan = json.loads((tmp_path / "plan.json").read_text())  # the plan JSON as before
+    assert (plan["solver"], plan["status"], plan["solve_seconds"]) == ("milp", "optimal", 0.0)
+    assert plan["note"] == "the greedy plan is within the gap of the knapsack bound"
 
 
 def test_solve_json_prints_the_plan_in_the_spec_format(lab):

@@ -1,7 +1,8 @@
 """A bad number (or choice) on the command line is bad input in alloc's words, exit 2: what the
 option takes and what was given, not pydantic's message (typer 0.29 checks types and ranges
 with pydantic: `Input should be greater than or equal to 1`). Every numeric option of every
-command is checked this way (alloc.cli.params)."""
+command is checked this way (alloc.cli.params). It is said in the one form of all bad input
+on the command line, `error: alloc COMMAND: OPTION: what is wrong`, on one line."""
 
 from __future__ import annotations
 
@@ -28,83 +29,83 @@ def run(*args: str) -> Any:
     [
         pytest.param(
             ["simulate", "--synthetic", "--days", "0"],
-            "Invalid value for '--days': expected a number above 0, got '0'",
+            "error: alloc simulate: --days: expected a number above 0, got '0'",
             id="zero days are no run",
         ),
         pytest.param(
             ["simulate", "--synthetic", "--days", "abc"],
-            "Invalid value for '--days': expected a number above 0, got 'abc'",
+            "error: alloc simulate: --days: expected a number above 0, got 'abc'",
             id="days that are no number",
         ),
         pytest.param(
             ["whatif", "--synthetic", "--days", "inf"],
-            "Invalid value for '--days': expected a number above 0, got 'inf'",
+            "error: alloc whatif: --days: expected a number above 0, got 'inf'",
             id="a run without end",
         ),
         pytest.param(
             ["simulate", "--synthetic", "--seed", "1.5"],
-            "Invalid value for '--seed': expected a whole number, got '1.5'",
+            "error: alloc simulate: --seed: expected a whole number, got '1.5'",
             id="a seed is a whole number",
         ),
         pytest.param(
             ["simulate", "--synthetic", "--legacy-top", "2"],
-            "Invalid value for '--legacy-top': expected a number from 0 to 1, got '2'",
+            "error: alloc simulate: --legacy-top: expected a number from 0 to 1, got '2'",
             id="a fraction above 1",
         ),
         pytest.param(
             ["whatif", "--synthetic", "--legacy-cap", "-1"],
-            "Invalid value for '--legacy-cap': expected a number of at least 0, got '-1'",
+            "error: alloc whatif: --legacy-cap: expected a number of at least 0, got '-1'",
             id="a negative multiple",
         ),
         pytest.param(
             ["whatif", "--synthetic", "--jobs", "0"],
-            "Invalid value for '--jobs': expected a whole number of at least 1, got '0'",
+            "error: alloc whatif: --jobs: expected a whole number of at least 1, got '0'",
             id="no parallel process",
         ),
         pytest.param(
             ["generate", "--hosts", "1.5"],
-            "Invalid value for '--hosts': expected a whole number of at least 1, got '1.5'",
+            "error: alloc generate: --hosts: expected a whole number of at least 1, got '1.5'",
             id="half a host",
         ),
         pytest.param(
             ["generate", "--running", "nan"],
-            "Invalid value for '--running': expected a number from 0 to 1, got 'nan'",
+            "error: alloc generate: --running: expected a number from 0 to 1, got 'nan'",
             id="a share that is not a number",
         ),
         pytest.param(
             ["generate", "--demand", "inf"],
-            "Invalid value for '--demand': expected a number of at least 0, got 'inf'",
+            "error: alloc generate: --demand: expected a number of at least 0, got 'inf'",
             id="endless demand",
         ),
         pytest.param(
             ["generate", "--depth", "0", "--width", "2"],
-            "Invalid value for '--depth': expected a whole number of at least 1, got '0'",
+            "error: alloc generate: --depth: expected a whole number of at least 1, got '0'",
             id="a tree without levels",
         ),
         pytest.param(
             ["solve", "x.yaml", "--depth", "0"],
-            "Invalid value for '--depth': expected a whole number of at least 1, got '0'",
+            "error: alloc solve: --depth: expected a whole number of at least 1, got '0'",
             id="no budget level shown",
         ),
         pytest.param(
             ["controller", "run", "--config", "x.yaml", "--rounds", "0"],
-            "Invalid value for '--rounds': expected a whole number of at least 1, got '0'",
+            "error: alloc controller run: --rounds: expected a whole number of at least 1, got '0'",
             id="no round to run",
         ),
         pytest.param(
             ["trace", "import", "philly", "x", "-o", "t.csv", "--unallocated", "1.5"],
-            "Invalid value for '--unallocated': expected a number from 0 to 1, got '1.5'",
+            "error: alloc trace import: --unallocated: expected a number from 0 to 1, got '1.5'",
             id="a fraction of jobs above 1",
         ),
         pytest.param(
             ["trace", "import", "philly", "x", "-o", "t.csv", "--gpus-per-node", "eight"],
-            "Invalid value for '--gpus-per-node': expected a whole number of at least 1, "
+            "error: alloc trace import: --gpus-per-node: expected a whole number of at least 1, "
             "got 'eight'",
             id="GPUs per node in words",
         ),
         pytest.param(
             ["trace", "import", "sia", "x", "-o", "t.csv"],
-            "Invalid value for 'kind': expected philly or itp, got 'sia'",
+            "error: alloc trace import: KIND: expected philly or itp, got 'sia'",
             id="an unknown trace source",
         ),
     ],
@@ -112,8 +113,66 @@ def run(*args: str) -> Any:
 def test_a_bad_value_says_what_the_option_takes_and_exits_2(args, message):
     result = run(*args)
     assert result.exit_code == 2, result.output
-    assert message in result.stderr, result.stderr
+    assert result.stderr == message + "\n", result.stderr
     assert "Input should" not in result.stderr and "Value error" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["generate", "--levels", "4,2"],
+            "error: alloc generate: --levels: expected positive, non-decreasing counts",
+            id="a value alloc checks",
+        ),
+        pytest.param(
+            ["solve", "x.yaml", "--solver", "foo"],
+            "error: alloc solve: --solver: expected milp or greedy, got 'foo'",
+            id="a choice alloc checks",
+        ),
+        pytest.param(
+            ["simulate", "--days", "1"],
+            "error: alloc simulate: give exactly one of --trace TRACE.csv or --synthetic",
+            id="options that go together",
+        ),
+        pytest.param(
+            ["budgets", "set", "a", "200%", "--as", "me", "--config", "c.yaml"],
+            "error: alloc budgets set: SHARE: a share is between 0% and 100%",
+            id="an argument",
+        ),
+    ],
+)
+def test_bad_input_on_the_command_line_is_said_in_one_form(args, message):
+    """Whether typer finds it or alloc: `error: alloc COMMAND: OPTION: what is wrong`."""
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(message), result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "usage"),
+    [
+        (["export", "p.json", "--bogus"], "no such option: --bogus", "alloc export [OPTIONS] PLAN"),
+        (["export", "p.json"], "--to: required, but not given", "alloc export [OPTIONS] PLAN"),
+        (
+            ["validate", "x.yaml"],
+            "PLAN: required, but not given",
+            "alloc validate [OPTIONS] INSTANCE PLAN",
+        ),
+        (["nosuch"], "no such command 'nosuch'", "alloc [OPTIONS] COMMAND [ARGS]..."),
+    ],
+)
+def test_a_command_line_of_the_wrong_shape_is_followed_by_the_usage(args, message, usage):
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    command = " ".join(["alloc", *args[:1]]) if args[0] != "nosuch" else "alloc"
+    help_hint = f"See '{command} --help'."
+    assert result.stderr.splitlines() == [
+        f"error: {command}: {message}",
+        f"Usage: {usage}",
+        help_hint,
+    ]
 
 
 def test_good_values_and_defaults_pass_as_numbers_of_their_type():

@@ -331,7 +331,10 @@ def test_the_command_writes_the_yaml_and_an_executable_script_into_a_folder(tmp_
         (["--cluster", "{cluster}"], "give the controller config of the Kubernetes cluster"),
         (["--config", "{config}", "--cluster", "{cluster}", "--apply"], "leave out --cluster"),
         (["--config", "{config}", "--cluster", "{plan}"], "expected a List of objects"),
-        (["--config", "{config}", "--cluster", "{cluster}", "-o", "{missing}"], "no such folder"),
+        (
+            ["--config", "{config}", "--cluster", "{cluster}", "-o", "{missing}"],
+            "does not exist (create it first)",
+        ),
     ],
 )
 def test_bad_export_arguments_are_bad_input_and_write_nothing(tmp_path, extra, message):

@@ -330,7 +330,7 @@ budgets: {{name: lab, children: [{{name: a, share: 100%}}]}}
         ),
         pytest.param(
             ["{plan}", "--to", "slurm", "-o", "{tmp}/nowhere"],
-            "no such folder",
+            "nowhere does not exist (create it first)",
             id="-o into a missing folder",
         ),
         pytest.param(

@@ -83,13 +83,25 @@ def test_an_output_into_a_folder_that_does_not_exist_is_bad_input(files, args, o
     result = run(*(a.format(**files) for a in args))
     assert result.exit_code == 2, result.output
     missing = files["missing"]
+    command = " ".join(args[:2] if args[0] == "trace" else args[:1])
     assert re.fullmatch(
-        rf"error: {option}: cannot {what} {re.escape(str(missing))}/\S+: the folder "
+        rf"error: alloc {command}: {option}: cannot {what} {re.escape(str(missing))}/\S+: the "
+        rf"folder "
         rf"{re.escape(str(missing))} does not exist \(create it first\)\n",
         result.stderr,
     ), result.stderr
     assert not missing.exists()
     assert not Path(f"{files['lab']}.csv").exists()
+
+
+def test_export_into_a_folder_that_does_not_exist_says_it_in_the_same_words(files):
+    missing = files["missing"]
+    result = run("export", files["lab"], "--to", "slurm", "-o", missing)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"error: alloc export: --output: cannot write into {missing}: the folder {missing} "
+        "does not exist (create it first)\n"
+    )
 
 
 def test_a_new_output_folder_is_made_in_an_existing_one(files, tmp_path):

@@ -59,14 +59,17 @@ def _modules_of_command(*args: str) -> set[str]:
     return set(done.stderr.split())
 
 
+OTHERS = {
+    "alloc.cli.sim_cmd", "alloc.cli.whatif_cmd", "alloc.cli.export_cmd",
+    "alloc.cli.controller_cmd", "alloc.cli.trace_cmd", "alloc.cli.budgets_cmd",
+    "alloc.cli.live_cmd", "alloc.cli.queue_cmd",
+}  # fmt: skip
+
+
 def test_a_command_loads_only_its_own_module_of_the_command_line():
     """`alloc solve` does not import (nor have typer build) the simulator's, the controller's or
-    the export's options: each command's module loads when it runs or a help page lists it."""
-    others = {
-        "alloc.cli.sim_cmd", "alloc.cli.whatif_cmd", "alloc.cli.export_cmd",
-        "alloc.cli.controller_cmd", "alloc.cli.trace_cmd", "alloc.cli.budgets_cmd",
-        "alloc.cli.live_cmd", "alloc.cli.queue_cmd",
-    }  # fmt: skip
+    the export's options: each command's module loads when it runs or its help is asked for."""
+    others = OTHERS
     assert others.isdisjoint(_modules_of_command("solve", str(EXAMPLES / "drain.yaml")))
     assert others.isdisjoint(_modules_of_command("schema"))
     loaded = _modules_of_command("queue", str(EXAMPLES / "drain.yaml"))
@@ -75,3 +78,8 @@ def test_a_command_loads_only_its_own_module_of_the_command_line():
 
 def test_schema_prints_its_shipped_copy_without_building_the_models():
     assert "alloc.io.schema" not in _modules_of_command("schema")
+
+
+def test_the_list_of_commands_loads_none_of_their_modules():
+    """`alloc --help` lists every command from alloc.cli.commands.SUMMARIES."""
+    assert OTHERS.isdisjoint(_modules_of_command("--help"))

@@ -68,7 +68,7 @@ def test_solve_piped_keeps_each_line_whole_and_its_tables_in_80_columns():
     done = alloc_piped("solve", "instances/examples/reservation.yaml")
     out = done.stdout.splitlines()
     assert out[0].startswith("instances/examples/reservation.yaml at 2026-11-30T12:00:00Z")
-    assert out[0].endswith(" s)") and out[1].startswith("solver milp: optimal in ")
+    assert out[0].endswith(" s)") and out[1].startswith("solver milp: optimal without a MILP, ")
     assert out[1].endswith("gap 0.000%")  # the solver line whole, not broken at a width
     assert not BOX & set(done.stdout)
     assert all(len(line) <= 80 for line in out), out

@@ -3,7 +3,7 @@
 Exit codes (SPEC.md): 0 success; 2 bad input (file, field and what is wrong; nothing written);
 1 internal error; 130 stopped by Ctrl-C (SIGINT), with one line: `simulate` and `whatif` first
 write what they measured, marked partial (alloc.cli.stop), other commands stop at once
-(alloc.cli.common).
+(alloc.cli.common); 141 quietly when stdout's reader has gone (`| head -1`; SIGPIPE's code).
 """
 
 from __future__ import annotations
@@ -16,15 +16,22 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from alloc.cli.commands import Group
-from alloc.cli.common import check_writable, err, guarded, out, write_atomically
+from alloc.cli.commands import Command, Group
+from alloc.cli.common import check_writable, err, flush_stdout, guarded, out, write_atomically
 from alloc.cli.params import number, whole
-from alloc.cli.plans import check_solver, checked_plan, same_instance
+from alloc.cli.plans import (
+    check_solver,
+    checked_plan,
+    same_instance,
+    violation,
+    violations_summary,
+)
 from alloc.io.errors import InputError
 from alloc.printable import shown
 from alloc.readable import counted
 
 app = typer.Typer(
+    name="alloc",  # how messages name the program when it is not run as `alloc` (tests)
     cls=Group,  # the commands of other modules are imported when they run (alloc.cli.commands)
     rich_markup_mode=None,  # plain help, as git and kubectl print it (and 0.15 s sooner)
     add_completion=False,
@@ -59,15 +66,18 @@ def _options(
     """Optimization-based batch allocator for shared GPU training clusters."""
 
 
-@app.command()
+@app.command(cls=Command)
 def solve(
     instance: Annotated[Path, typer.Argument(help="Instance YAML (see `alloc schema`).")],
     solver: Annotated[
-        str | None, typer.Option(help="milp or greedy (default: the policy's).")
+        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
     ] = None,
-    time_limit: Annotated[str | None, typer.Option(help="Wall-clock limit, e.g. 10s.")] = None,
+    time_limit: Annotated[
+        str | None,
+        typer.Option(metavar="DURATION", help="Wall-clock limit of the round, e.g. 10s (above 0)."),
+    ] = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the plan JSON.")
+        Path | None, typer.Option("-o", "--output", metavar="FILE", help="Write the plan JSON.")
     ] = None,
     depth: Annotated[int, whole(min=1, help="Budget tree levels shown.")] = 2,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan JSON instead.")] = False,
@@ -86,6 +96,8 @@ def solve(
                 limit = parse_duration(time_limit)
             except ValueError as exc:
                 raise InputError("--time-limit", "", str(exc)) from None
+            if not limit:  # no time to solve in: every round would be a fallback
+                raise InputError("--time-limit", "", f"must be above 0, got {time_limit!r}")
         if output is not None:
             check_writable("--output", output)
         snapshot = load_instance(instance)
@@ -105,7 +117,7 @@ def solve(
     guarded(act)
 
 
-@app.command()
+@app.command(cls=Command)
 def validate(
     instance: Annotated[Path, typer.Argument(help="Instance YAML.")],
     plan: Annotated[Path, typer.Argument(help="Plan JSON to check against the instance.")],
@@ -121,7 +133,12 @@ def validate(
         problems = check(snapshot, loaded)
         if problems:
             for p in problems:
-                out.print(f"[red]violation:[/] {escape(shown(p))}", highlight=False)
+                rule, fact = violation(p)
+                of = f" of {rule}" if rule else ""
+                out.print(f"[red]violation[/]{of}: {escape(shown(fact))}", highlight=False)
+            out.print(
+                f"{shown(str(plan))}: {violations_summary(problems)}", markup=False, highlight=False
+            )
             raise typer.Exit(1)
         out.print(
             f"{plan}: valid ({counted(len(snapshot.workloads), 'decision')}, every invariant "
@@ -132,17 +149,23 @@ def validate(
     guarded(act)
 
 
-@app.command()
+@app.command(cls=Command)
 def explain(
     instance: Annotated[
         str, typer.Argument(help="Instance YAML (or, with --config, the workload id).")
     ],
     workload: Annotated[str | None, typer.Argument(help="Workload id.")] = None,
-    plan: Annotated[Path | None, typer.Option(help="Explain this plan instead of solving.")] = None,
-    solver: Annotated[str | None, typer.Option(help="milp or greedy.")] = None,
+    plan: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Explain this plan instead of solving.")
+    ] = None,
+    solver: Annotated[
+        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
+    ] = None,
     config: Annotated[
         Path | None,
-        typer.Option(help="Controller config: explain against the live cluster and ledger."),
+        typer.Option(
+            metavar="FILE", help="Controller config: explain against the live cluster and ledger."
+        ),
     ] = None,
 ) -> None:
     """Why a workload starts, waits or is preempted, and what would have to change:
@@ -162,7 +185,7 @@ def explain(
             wanted = instance
         else:
             if workload is None:
-                raise InputError("alloc explain", "", "give INSTANCE WORKLOAD (or --config)")
+                raise InputError("", "", "give INSTANCE WORKLOAD (or --config FILE WORKLOAD)")
             snapshot, source, wanted = load_instance(instance), instance, workload
         if wanted not in snapshot.by_id:
             raise InputError(source, "workloads", f"no workload with id {wanted!r}")
@@ -177,28 +200,52 @@ def explain(
     guarded(act)
 
 
-@app.command()
+@app.command(cls=Command)
 def generate(
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", metavar="FILE", help="Write here (default: print)."),
+    ] = None,
     hosts: Annotated[int, whole(min=1, help="Hosts.")] = 128,
     gpus_per_host: Annotated[int, whole(min=1, help="GPUs per host.")] = 8,
     hosts_per_block: Annotated[int, whole(min=1, help="Hosts per network block.")] = 32,
     levels: Annotated[
-        str, typer.Option(help="Budget nodes in all at each level below the root, e.g. 4,15,150.")
+        str,
+        typer.Option(
+            metavar="COUNTS",
+            help="Budget nodes in all at each level below the root, e.g. 4,15,150.",
+        ),
     ] = "4,15,150",
     depth: Annotated[int | None, whole(min=1, help="Tree depth (with --width).")] = None,
     width: Annotated[int | None, whole(min=1, help="Children per node.")] = None,
-    demand: Annotated[float, number(min=0.0, help="Demand / ready GPUs.")] = 2.5,
-    sizes: Annotated[str | None, typer.Option(help="Size mix, e.g. 1:0.5,8:0.3,64:0.2.")] = None,
-    running: Annotated[float, number(min=0.0, max=1.0, help="Share of GPUs busy.")] = 0.9,
+    demand: Annotated[
+        float, number(min=0.0, metavar="MULTIPLE", help="GPUs asked for / ready GPUs.")
+    ] = 2.5,
+    sizes: Annotated[
+        str | None,
+        typer.Option(metavar="MIX", help="GPUs:weight of workload sizes, e.g. 1:0.5,8:0.3,64:0.2."),
+    ] = None,
+    running: Annotated[
+        float, number(min=0.0, max=1.0, metavar="FRACTION", help="Share of GPUs busy.")
+    ] = 0.9,
     protected: Annotated[
         float,
-        number(min=0.0, max=1.0, help="Of running allocated work, the share still protected."),
+        number(
+            min=0.0,
+            max=1.0,
+            metavar="FRACTION",
+            help="Of running allocated work, the share still protected.",
+        ),
     ] = 0.5,
     unallocated: Annotated[
-        float, number(min=0.0, max=1.0, help="Share of workloads with minimum runtime 0.")
+        float,
+        number(
+            min=0.0, max=1.0, metavar="FRACTION", help="Share of workloads with minimum runtime 0."
+        ),
     ] = 0.15,
-    unhealthy: Annotated[float, number(min=0.0, max=1.0, help="Share of hosts unhealthy.")] = 0.0,
+    unhealthy: Annotated[
+        float, number(min=0.0, max=1.0, metavar="FRACTION", help="Share of hosts unhealthy.")
+    ] = 0.0,
     seed: Annotated[int, whole(help="Random seed.")] = 1,
 ) -> None:
     """Generate a seeded instance shaped like a research lab."""
@@ -210,13 +257,13 @@ def generate(
         tree = _parse_levels(levels)
         if depth is not None or width is not None:
             if depth is None or width is None:
-                raise InputError("alloc generate", "--depth", "--depth and --width go together")
+                raise InputError("--depth", "", "--depth and --width go together")
             tree = _even_levels(depth, width, MAX_NODES)
         if sum(tree) > MAX_NODES:
             asked = f"--depth {depth} --width {width}" if depth is not None else levels
             raise InputError(
-                "alloc generate",
                 "--depth" if depth is not None else "--levels",
+                "",
                 f"{asked} asks for more than {MAX_NODES:,} budget nodes below the root",
             )
         mix = _parse_sizes(sizes) if sizes else dict(DEFAULT_SIZES)
@@ -266,8 +313,8 @@ def _parse_levels(text: str) -> tuple[int, ...]:
         levels = ()
     if not levels or any(n < 1 for n in levels) or list(levels) != sorted(levels):
         raise InputError(
-            "alloc generate",
             "--levels",
+            "",
             f"expected positive, non-decreasing counts of nodes per level such as 4,15,150 "
             f"(every node has at least one child), got {text!r}",
         )
@@ -281,14 +328,14 @@ def _parse_sizes(text: str) -> dict[int, float]:
         mix = {}
     if not mix or any(g < 1 or p < 0 for g, p in mix.items()) or sum(mix.values()) <= 0:
         raise InputError(
-            "alloc generate",
             "--sizes",
+            "",
             f"expected GPUs:weight pairs such as 1:0.5,8:0.3,64:0.2, got {text!r}",
         )
     return mix
 
 
-@app.command()
+@app.command(cls=Command)
 def schema() -> None:
     """Print the JSON Schema of the instance file."""
     from alloc.io import SCHEMA_FILE
@@ -302,7 +349,12 @@ def main() -> None:
     # (~20 ms at each start, on top of the ~0.3 s the libraries take); typer does the same
     # for its parameter adapters. An explicit setting is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
-    app()
+    try:
+        app()
+    finally:
+        # What `sys.stdout.write` left in the buffer goes out now, not at interpreter exit,
+        # where a closed pipe would print "Exception ignored ... BrokenPipeError" and exit 120.
+        flush_stdout()
 
 
 if __name__ == "__main__":

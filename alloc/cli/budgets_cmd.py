@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path
+from alloc.cli.commands import Command
 from alloc.cli.common import guarded, out
 from alloc.cli.tables import print_table
 from alloc.io import InputError
@@ -24,7 +25,9 @@ OWNERS = ((1, 16),)
 budgets_app = typer.Typer(
     rich_markup_mode=None, no_args_is_help=True, help="Show and change budget shares."
 )
-ConfigOpt = Annotated[Path, typer.Option("--config", help="Controller config YAML.")]
+ConfigOpt = Annotated[
+    Path, typer.Option("--config", metavar="FILE", help="Controller config YAML.")
+]
 
 
 def _open(config: Path):  # type: ignore[no-untyped-def]
@@ -41,7 +44,9 @@ def _open(config: Path):  # type: ignore[no-untyped-def]
         raise InputError(str(config), "budgets", str(exc)) from None
 
 
-@budgets_app.command("show")
+@budgets_app.command(
+    "show", cls=Command, short_help="The tree: shares, allocations, owners and usage."
+)
 def show(config: ConfigOpt) -> None:
     """The tree: each node's share of its parent, effective allocation, owners (inherited
     down the tree) and charged GPU-hours over the window."""
@@ -89,11 +94,13 @@ def show(config: ConfigOpt) -> None:
     guarded(act)
 
 
-@budgets_app.command("set")
+@budgets_app.command("set", cls=Command)
 def set_share(
     path: Annotated[str, typer.Argument(help="Budget node, e.g. nlp/olmo.")],
     share: Annotated[str, typer.Argument(help="Its new share of its parent, e.g. 35%.")],
-    as_user: Annotated[str, typer.Option("--as", help="Who makes the change.")],
+    as_user: Annotated[
+        str, typer.Option("--as", metavar="USER", help="Who makes the change (your user name).")
+    ],
     config: ConfigOpt,
 ) -> None:
     """Change a node's share; only an owner of its parent may. Audited; the controller uses
@@ -106,7 +113,7 @@ def set_share(
         try:
             new = parse_fraction(share)  # exact: siblings are summed without rounding
         except ValueError as exc:
-            raise InputError("SHARE", "", str(exc)) from None
+            raise InputError("", "SHARE", str(exc)) from None
         if not 0 < len(as_user) <= 200 or not as_user.isprintable():
             raise InputError("--as", "", "a user name of 1 to 200 printable characters")
         os_user = getpass.getuser()
@@ -123,7 +130,7 @@ def set_share(
             old = check_change(tree, node, new, as_user)
         except GovernanceError as exc:
             store.close()
-            raise InputError("alloc budgets set", path, str(exc)) from None
+            raise InputError("", path, str(exc)) from None
         at = time.time()
         store.change_share(at, as_user, node, old, float(new), os_user)
         store.close()
@@ -137,7 +144,7 @@ def set_share(
     guarded(act)
 
 
-@budgets_app.command("history")
+@budgets_app.command("history", cls=Command)
 def history(config: ConfigOpt) -> None:
     """Every change of a share: when, who, which node, old and new."""
 

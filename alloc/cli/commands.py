@@ -1,7 +1,9 @@
-"""Every `alloc` command in the order `alloc --help` lists them, and the group that imports a
-command's module only when that command runs or a help page lists it (click's lazy loading of
-subcommands): `alloc solve` loads neither the simulator's options nor the controller's, nor
-does typer build their parameters."""
+"""Every `alloc` command in the order `alloc --help` lists them, with its one-line summary, and
+the group that imports a command's module only when that command runs or its own help page is
+asked for (click's lazy loading of subcommands): `alloc solve` loads neither the simulator's
+options nor the controller's, nor does typer build their parameters, and `alloc --help` lists
+every command from SUMMARIES without loading any. `Command` is the class of every command
+(`cls=Command`): help and usage lines as git and click write them."""
 
 from __future__ import annotations
 
@@ -10,10 +12,18 @@ from importlib import import_module
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
+
+from alloc.cli.common import bad_input, on_the_command_line, stdout_closed
+from alloc.io.errors import InputError
+
+# click's UsageError, the class of typer's own complaints about a command line (a bad value,
+# a missing or unknown option); typer 0.29 vendors click and exports, of its errors, only
+# this subclass.
+UsageError: Any = typer.BadParameter.__mro__[1]
 
 # name -> "module:attribute" (a command function or a sub-app), or "" for a command defined
-# in alloc.cli.app itself (registered there with @app.command()).
+# in alloc.cli.app itself (registered there with @app.command(cls=Command)).
 COMMANDS: dict[str, str] = {
     "solve": "",
     "validate": "",
@@ -30,6 +40,67 @@ COMMANDS: dict[str, str] = {
     "budgets": "alloc.cli.budgets_cmd:budgets_app",
 }
 
+# name -> what `alloc --help` says of it: one line that fits beside the names in 80 columns
+# (tests/test_cli_help.py), where click would cut the docstring's first sentence mid-way.
+SUMMARIES: dict[str, str] = {
+    "solve": "Solve one round: print its summary, or the plan JSON.",
+    "validate": "Check a plan against every invariant of the contract.",
+    "explain": "Why a workload starts, waits or is preempted.",
+    "status": "The live queue in the round's order, and why work waits.",
+    "queue": "The queue like squeue: a line per workload, with its reason.",
+    "generate": "Generate a seeded instance shaped like a research lab.",
+    "schema": "Print the JSON Schema of the instance file.",
+    "simulate": "Run a lab over simulated time with the production round.",
+    "whatif": "Replay one trace under several budget trees or policies.",
+    "export": "A plan as Slurm or Kubernetes actions: a dry run, or --apply.",
+    "trace": "Import a real GPU-cluster trace as a trace CSV (and a lab).",
+    "controller": "Run alloc as a controller beside Slurm or Kubernetes.",
+    "budgets": "Show and change budget shares (audited).",
+}
+
+
+class Command(TyperCommand):
+    """A command whose help reads as git's and click's: its arguments named in capitals, in
+    the usage line (`alloc explain [OPTIONS] INSTANCE [WORKLOAD]`; typer 0.29 writes
+    `{instance}`, braces that read as a set of choices) and under Arguments (without typer's
+    `<path>`), and each option followed by the metavar it declares (`--hosts N`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if isinstance(param, TyperArgument) and param.metavar is None:
+                param.metavar = (param.name or "").upper()
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; bad input it finds is said with the command's name (`bad_input`)."""
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            bad_input(str(exc), ctx.command_path if on_the_command_line(exc) else "")
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = f"{param.metavar}..." if param.nargs != 1 else str(param.metavar)
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, TyperArgument):
+                arguments.append((str(param.metavar), record[1]))
+            else:
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
 
 def _load(name: str, where: str) -> Any:
     module, attribute = where.split(":")
@@ -37,7 +108,7 @@ def _load(name: str, where: str) -> Any:
     if isinstance(found, typer.Typer):  # a sub-app: its own group
         return typer.main.get_group(found)
     one = typer.Typer(rich_markup_mode=None, add_completion=False)
-    one.command(name=name)(found)
+    one.command(name=name, cls=Command, short_help=SUMMARIES[name])(found)
     return typer.main.get_command(one)
 
 
@@ -72,14 +143,68 @@ class _Commands(MutableMapping[str, Any]):
 
 
 class Group(TyperGroup):
-    """alloc's top-level group (`typer.Typer(cls=Group)`)."""
+    """alloc's top-level group (`typer.Typer(cls=Group)`). Every command runs inside it, so a
+    closed stdout is answered here, once (`alloc.cli.common.stdout_closed`: exit 141, quietly;
+    typer's own answer is exit 1, an internal error for alloc): while the group reads its
+    options (`alloc --help | head -1`) and while a command runs."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        for name, command in self.commands.items():  # those alloc.cli.app defines
+            command.short_help = SUMMARIES.get(name, command.short_help)
         self.commands = _Commands(self.commands)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            stdout_closed()
+        except UsageError as exc:
+            _say_usage_error(exc)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            stdout_closed()
+        except UsageError as exc:
+            _say_usage_error(exc)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         return self.commands.get(cmd_name)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The list of `alloc --help`, from SUMMARIES: no command's module is loaded for it."""
+        rows = [(name, SUMMARIES.get(name, "")) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _say_usage_error(exc: Any) -> None:
+    """typer's complaint about a command line, in alloc's form (`alloc.cli.common.bad_input`):
+    `error: alloc generate: --hosts: expected a whole number of at least 1, got '1.5'`, where
+    typer writes the usage line, a hint and `Error: Invalid value for '--hosts': ...`. A
+    command line of the wrong shape (an unknown or missing option, an extra argument) is
+    followed by the usage line and where the help is. An error shown otherwise (`alloc trace`
+    alone shows its help) is left to typer."""
+    if type(exc).show is not UsageError.show:
+        raise exc
+    ctx = exc.ctx
+    command = ctx.command_path if ctx is not None else "alloc"
+    usage = [ctx.get_usage(), f"See '{command} --help'."] if ctx is not None else []
+    if isinstance(exc, typer.BadParameter):
+        param, hint = exc.param, exc.param_hint
+        if param is None:
+            where = hint if isinstance(hint, str) or hint is None else " / ".join(hint)
+        elif param.param_type_name == "option":
+            where = max(param.opts, key=len)  # --output, not -o
+        else:
+            where = str(param.metavar)  # an argument: INSTANCE
+        if exc.message:  # a value the option does not take
+            bad_input(f"{where}: {exc.message}" if where else exc.message, command)
+        bad_input(f"{where}: required, but not given", command, usage)
+    message = exc.format_message().rstrip(".")
+    bad_input(message[:1].lower() + message[1:], command, usage)

@@ -1,16 +1,18 @@
 """What every `alloc` command shares: the consoles, the exit-code boundary (SPEC.md: 0 success;
 2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error;
-and 130, the convention for SIGINT: stopped by Ctrl-C), and writing files whole or not at
-all (`alloc.io.files`)."""
+130, the convention for SIGINT: stopped by Ctrl-C; 141, the convention for SIGPIPE: the
+reader of stdout went away, as `alloc queue | head -1` does), and writing files whole or not
+at all (`alloc.io.files`)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -22,14 +24,26 @@ from alloc.printable import shown
 
 __all__ = [
     "EXIT_INTERRUPTED",
+    "EXIT_STDOUT_CLOSED",
+    "bad_input",
     "check_writable",
     "console",
     "err",
+    "flush_stdout",
     "guarded",
+    "on_the_command_line",
     "out",
     "say_replaced",
     "write_atomically",
 ]
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich's own answer to a closed pipe is exit 1 (an internal error, for alloc): pass
+        it on to `stdout_closed` instead, as every other write to a closed pipe is."""
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
 
 def console(stderr: bool = False) -> Console:
@@ -37,24 +51,51 @@ def console(stderr: bool = False) -> Console:
     file) no line is ever broken (`soft_wrap`: a log line is one line), and tables
     (`alloc.cli.tables`) fit the width COLUMNS gives, else a terminal's, else 80."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, soft_wrap=not stream.isatty())
+    return _Console(stderr=stderr, soft_wrap=not stream.isatty())
 
 
 out = console()
 err = console(stderr=True)
 T = TypeVar("T")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, as a shell reports `git log | head -1`'s git
+
+
+def stdout_closed() -> NoReturn:
+    """End the command quietly (no message, no traceback) with 141 when the reader of its
+    output has gone: `alloc queue | head -1` once head has its line. Python ignores SIGPIPE and
+    raises BrokenPipeError instead; git and squeue are ended by the signal, which a shell
+    reports as 141 (with `set -o pipefail`). stdout is pointed at /dev/null first, so that
+    what is still buffered is not written again, and fails again, when Python flushes it at
+    exit (the Python docs' recipe: library/signal.html, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # a stdout without a file descriptor (a test's)
+        pass
+    raise SystemExit(EXIT_STDOUT_CLOSED)
+
+
+def flush_stdout() -> None:
+    """Write out what stdout still buffers (`sys.stdout.write` of a plan or a script), while a
+    closed pipe can still be answered with `stdout_closed`."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_closed()
 
 
 def guarded(action: Callable[[], T]) -> T:
-    """Map bad input to exit 2, Ctrl-C to exit 130 and anything unexpected to exit 1, each
-    with one line and no traceback. (`alloc simulate` and `alloc whatif` catch the first
-    Ctrl-C themselves and write what they measured: see `alloc.cli.stop`.)"""
+    """Map Ctrl-C to exit 130 and anything unexpected to exit 1, each with one line and no
+    traceback. (`alloc simulate` and `alloc whatif` catch the first Ctrl-C themselves and
+    write what they measured: see `alloc.cli.stop`.) Bad input (InputError) is said by the
+    command that runs the action (`alloc.cli.commands.Command`: it knows its name), and a
+    closed stdout is no error: the command group ends it (`Group`, `stdout_closed`)."""
     try:
         return action()
-    except InputError as exc:
-        err.print(f"[red]error:[/] {escape(shown(str(exc)))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+    except (BrokenPipeError, InputError):
+        raise
     except typer.Exit:
         raise
     except KeyboardInterrupt:
@@ -71,14 +112,39 @@ def guarded(action: Callable[[], T]) -> T:
         raise typer.Exit(1) from None
 
 
-def check_writable(option: str, path: Path, folder: bool = False) -> None:
+def bad_input(message: str, command: str = "", more: Iterable[str] = ()) -> NoReturn:
+    """Bad input: exit 2 after one line on stderr, in one form for every kind of it:
+    `error: alloc generate: --levels: what is wrong` for the command line (the command, the
+    option or argument, what is wrong with its value or with how they go together; typer's
+    own checks too: `alloc.cli.commands`) and `error: lab.yaml:41: workloads[3].gpus: what
+    is wrong` for an input file (SPEC.md). `more`: lines after it (a usage line)."""
+    line = f"{command}: {message}" if command else message
+    err.print(f"[red]error:[/] {escape(shown(line))}", highlight=False, soft_wrap=True)
+    for extra in more:
+        err.print(extra, markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def on_the_command_line(exc: InputError) -> bool:
+    """Whether `exc` is about the command line rather than a file: its `file` is then the
+    option (`--levels`) or empty (how options go together, an argument: its `field`)."""
+    return not exc.file or exc.file.startswith("-")
+
+
+def check_writable(option: str, path: Path, folder: bool = False, existing: bool = False) -> None:
     """Bad input (exit 2) before any work when `path` (a file, or a folder with `folder`)
     could not be written: it is the other kind, the folder it goes into does not exist (it is
-    not created: a mistyped path is not silently made; an output folder itself may be new),
-    that folder is a file, or it is read-only."""
+    not created: a mistyped path is not silently made; an output folder itself may be new,
+    unless `existing`), that folder is a file, or it is read-only."""
     kind = "folder" if folder else "file"
     if path.exists() and path.is_dir() != folder:
         raise InputError(option, "", f"{path} exists and is not a {kind}")
+    if folder and existing and not path.exists():
+        raise InputError(
+            option,
+            "",
+            f"cannot write into {path}: the folder {path} does not exist (create it first)",
+        )
     parent = path if folder and path.is_dir() else path.parent
     if not parent.exists():
         above = parent

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from alloc.cli.commands import Command
 from alloc.cli.common import err, guarded, out
 from alloc.cli.params import whole
 from alloc.io import InputError
@@ -24,11 +25,19 @@ controller_app = typer.Typer(
 )
 
 
-@controller_app.command("run")
+@controller_app.command(
+    "run", cls=Command, short_help="Run rounds beside the cluster manager until stopped."
+)
 def run(
-    config: Annotated[Path, typer.Option("--config", help="Controller config YAML.")],
+    config: Annotated[
+        Path, typer.Option("--config", metavar="FILE", help="Controller config YAML.")
+    ],
     executor: Annotated[
-        str | None, typer.Option(help="The cluster manager driven (default: the config's).")
+        str | None,
+        typer.Option(
+            metavar="EXECUTOR",
+            help="The cluster manager driven: slurm, kubernetes or sim (default: the config's).",
+        ),
     ] = None,
     rounds: Annotated[
         int | None, whole(min=1, help="Stop after this many rounds (default: never).")
@@ -36,15 +45,17 @@ def run(
     clock: Annotated[
         str,
         typer.Option(
+            metavar="CLOCK",
             help="wall, or simulated: a dry run on the sim executor's simulated time (the "
-            "interval and polls pass at once; it ends when the trace is done)."
+            "interval and polls pass at once; it ends when the trace is done).",
         ),
     ] = "wall",
     until: Annotated[
         str | None,
         typer.Option(
+            metavar="DURATION",
             help="With --clock simulated: stop when the simulated clock is this long after the "
-            "trace's start, e.g. 6h or 2d."
+            "trace's start, e.g. 6h or 2d.",
         ),
     ] = None,
 ) -> None:

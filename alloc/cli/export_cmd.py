@@ -47,15 +47,24 @@ Exporter = Callable[[ExportRequest], int]  # the exit code: 0, or 1 when an acti
 
 def export(
     plan: Annotated[Path, typer.Argument(help="Plan JSON (alloc solve ... -o PLAN.json).")],
-    to: Annotated[str, typer.Option("--to", help="The cluster manager: slurm or kubernetes.")],
+    to: Annotated[
+        str,
+        typer.Option("--to", metavar="MANAGER", help="The cluster manager: slurm or kubernetes."),
+    ],
     output: Annotated[
         Path | None,
-        typer.Option("-o", "--output", help="Write into this existing folder (default: print)."),
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="DIR",
+            help="Write into this existing folder (default: print).",
+        ),
     ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
             "--config",
+            metavar="FILE",
             help="Controller config: read its cluster and export what its executor would do now.",
         ),
     ] = None,
@@ -66,6 +75,7 @@ def export(
         Path | None,
         typer.Option(
             "--cluster",
+            metavar="FILE",
             help="Kubernetes: read the cluster from this file (kubectl get nodes,pods,jobs,"
             "configmaps,poddisruptionbudgets -A -o json), not from the API of --config.",
         ),
@@ -88,10 +98,7 @@ def export(
                 "nothing is run)",
             )
         if output is not None:
-            if not output.is_dir():
-                missing = "is not a folder" if output.exists() else "no such folder"
-                raise InputError("--output", "", f"{output}: {missing}")
-            check_writable("--output", output, folder=True)
+            check_writable("--output", output, folder=True, existing=True)
         if cluster is not None and to != "kubernetes":
             raise InputError("--cluster", "", "only for --to kubernetes")
         from alloc.io import load_plan

@@ -65,9 +65,11 @@ def _live(
 
 
 def status(
-    config: Annotated[Path, typer.Option("--config", help="Controller config YAML.")],
+    config: Annotated[
+        Path, typer.Option("--config", metavar="FILE", help="Controller config YAML.")
+    ],
     solver: Annotated[
-        str | None, typer.Option(help="milp or greedy (default: the policy's).")
+        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
     ] = None,
 ) -> None:
     """The queue in the round's order, with what this round would do with each workload and

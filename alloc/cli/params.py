@@ -8,11 +8,12 @@ the place of that check, so each numeric option is declared here with a parser t
 was expected and what was given, as alloc's other bad-input messages do, and refuses what no
 count or fraction can be (nan, inf):
 
-    Invalid value for '--days': expected a number above 0, got '0'
+    error: alloc simulate: --days: expected a number above 0, got '0'
 
-typer still prints it as a usage error (with the usage line, exit 2), as it does an unknown
-option. `min` and `max` are passed on to typer too, which then only shows them in `--help`
-(`[default: 128; x>=1]`); a bound that excludes its value (`above`) is said in the help text.
+typer raises it as a usage error (exit 2), which alloc's command group says in the form of all
+bad input (`alloc.cli.commands`). `min` and `max` are passed on to typer too, which then only
+shows them in `--help` (`[default: 128; x>=1]`); a bound that excludes its value (`above`) is
+said in the help text. Each option is shown with a metavar (`--hosts N`), not typer's type.
 """
 
 from __future__ import annotations
@@ -104,10 +105,17 @@ class Choice:
 
 
 def whole(
-    *names: str, help: str, min: int | None = None, max: int | None = None, **more: Any
+    *names: str,
+    help: str,
+    min: int | None = None,
+    max: int | None = None,
+    metavar: str = "N",
+    **more: Any,
 ) -> Any:
-    """A `typer.Option` of a whole number within [min, max] (either may be absent)."""
-    return typer.Option(*names, parser=Number(int, min, max), min=min, max=max, help=help, **more)
+    """A `typer.Option` of a whole number within [min, max] (either may be absent), shown as
+    `--hosts N` (typer would write `--hosts <int range>`)."""
+    parse = Number(int, min, max)
+    return typer.Option(*names, parser=parse, min=min, max=max, help=help, metavar=metavar, **more)
 
 
 def number(
@@ -116,14 +124,15 @@ def number(
     min: float | None = None,
     max: float | None = None,
     above: float | None = None,
+    metavar: str = "NUMBER",
     **more: Any,
 ) -> Any:
     """A `typer.Option` of a finite number within [min, max], or above `above` (excluded: the
-    help text says it)."""
+    help text says it), shown with `metavar` (FRACTION, DAYS...)."""
     if above is not None:
         help = f"{help.rstrip('.')} (above {_shown(above)})."
     parse = Number(float, min, max, above)
-    return typer.Option(*names, parser=parse, min=min, max=max, help=help, **more)
+    return typer.Option(*names, parser=parse, min=min, max=max, help=help, metavar=metavar, **more)
 
 
 def choice(kind: type[E], *, help: str, **more: Any) -> Any:

@@ -31,36 +31,46 @@ def queue(
         Path | None, typer.Argument(help="Instance YAML (not with --config).", show_default=False)
     ] = None,
     plan: Annotated[
-        Path | None, typer.Option(help="Show this plan of the instance instead of solving.")
+        Path | None,
+        typer.Option(metavar="FILE", help="Show this plan of the instance instead of solving."),
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option(help="Controller config: the live cluster and ledger instead of a file."),
+        typer.Option(
+            metavar="FILE", help="Controller config: the live cluster and ledger instead of a file."
+        ),
     ] = None,
     solver: Annotated[
-        str | None, typer.Option(help="milp or greedy (default: the policy's).")
+        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
     ] = None,
     sort: Annotated[
         str | None,
         typer.Option(
+            metavar="KEY",
             help="wait or gpus (largest first), ratio (lowest first), budget, id, state. "
-            "Default: running work, then what starts, then what waits, in the round's order."
+            "Default: running work, then what starts, then what waits, in the round's order.",
         ),
     ] = None,
     reverse: Annotated[bool, typer.Option("-r", "--reverse", help="Reverse the order.")] = False,
     budget: Annotated[
         list[str] | None,
-        typer.Option(help="Only work in this budget node's subtree, e.g. nlp (repeatable)."),
+        typer.Option(
+            metavar="PATH", help="Only work in this budget node's subtree, e.g. nlp (repeatable)."
+        ),
     ] = None,
     state: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="STATE",
             help="Only work in this state: running-protected, running, preempted, starting, "
-            "waiting (repeatable, or a comma list)."
+            "waiting (repeatable, or a comma list).",
         ),
     ] = None,
     output_format: Annotated[
-        str, typer.Option("--format", help="table, json or csv (fields: see the README).")
+        str,
+        typer.Option(
+            "--format", metavar="FORMAT", help="table, json or csv (fields: see the README)."
+        ),
     ] = "table",
     wide: Annotated[
         bool, typer.Option("--wide", help="Table: shorten nothing, whatever the width.")
@@ -177,7 +187,7 @@ def _snapshot(
         snapshot, notes = live_with_notes(config)
         return snapshot, f"the cluster of {config}", dict(notes)
     if instance is None:
-        raise InputError("alloc queue", "", "give INSTANCE (or --config CONTROLLER.yaml)")
+        raise InputError("", "", "give INSTANCE (or --config CONTROLLER.yaml)")
     return load_instance(instance), str(instance), {}
 
 

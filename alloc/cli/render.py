@@ -13,6 +13,7 @@ from rich.text import Text
 from alloc.cli.columns import Column, shorten_middle, shorten_middle_keep_tail
 from alloc.cli.tables import print_table
 from alloc.domain import Plan
+from alloc.domain.plan import WITHOUT_MODEL
 from alloc.io.durations import format_time
 from alloc.printable import shown
 from alloc.readable import count, counted, duration, hours, number
@@ -43,9 +44,10 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     bound = "-" if r.bound is None else f"{r.bound:,.2f}"
     round_s = m.get("round_seconds", 0.0)
     console.print(Text(f"{shown(source)} at {format_time(plan.now)} (round: {round_s:.3f} s)"))
+    # A MILP round the greedy plan already settled solved no model: no time to report.
+    took = "without a MILP" if r.note == WITHOUT_MODEL else f"in {r.solve_seconds:.3f} s"
     console.print(
-        f"solver [bold]{escape(shown(r.solver))}[/]: [bold]{escape(shown(r.status))}[/] in "
-        f"{r.solve_seconds:.3f} s, "
+        f"solver [bold]{escape(shown(r.solver))}[/]: [bold]{escape(shown(r.status))}[/] {took}, "
         f"objective {r.objective:,.2f}, bound {bound}, gap {gap}",
         highlight=False,
     )

@@ -29,26 +29,30 @@ LabArg = Annotated[
     Path | None,
     typer.Argument(help="Lab instance YAML (cluster, budgets, policy; optional with --synthetic)."),
 ]
-TraceOpt = Annotated[Path | None, typer.Option("--trace", help="Trace CSV to replay.")]
+TraceOpt = Annotated[
+    Path | None, typer.Option("--trace", metavar="FILE", help="Trace CSV to replay.")
+]
 SyntheticOpt = Annotated[
     bool,
     typer.Option(
         "--synthetic", help="Use the built-in generator (and the built-in lab if no LAB is given)."
     ),
 ]
-DaysOpt = Annotated[float, number(above=0.0, help="Simulated days.")]
+DaysOpt = Annotated[float, number(above=0.0, metavar="DAYS", help="Simulated days.")]
 SeedOpt = Annotated[int, whole(help="Seed of the generator and the failure model.")]
 StartOpt = Annotated[
     str | None,
     typer.Option(
+        metavar="DURATION",
         help="Replay the trace from this long after the lab's now (e.g. 30d): earlier jobs are "
-        "left out, the cluster starts empty, --days count from here, dates stay the trace's."
+        "left out, the cluster starts empty, --days count from here, dates stay the trace's.",
     ),
 ]
 ProgressEveryOpt = Annotated[
     str,
     typer.Option(
         envvar="ALLOC_PROGRESS_EVERY",
+        metavar="DURATION",
         help="Without a terminal (CI, nohup, a log file): a progress line on stderr this "
         "often (0: none). With a terminal the progress is shown live.",
     ),
@@ -93,14 +97,14 @@ def base_spec(
     from alloc.sim.run import RunSpec, load_inputs
 
     if (trace is None) == (not synthetic):
-        raise InputError("alloc", "", "give exactly one of --trace TRACE.csv or --synthetic")
+        raise InputError("", "", "give exactly one of --trace TRACE.csv or --synthetic")
     if synthetic and options.get("start_s"):
         raise InputError(
             "--start", "", "replays a trace from later on: give --trace, not --synthetic"
         )
     if lab is None:
         if not synthetic:
-            raise InputError("alloc", "", "give a LAB.yaml, or --synthetic for the built-in lab")
+            raise InputError("", "", "give a LAB.yaml, or --synthetic for the built-in lab")
         from alloc.sim.synthetic import SyntheticLab, synthetic_lab
 
         built, _ = synthetic_lab(SyntheticLab(days=days, seed=seed))
@@ -168,7 +172,7 @@ def sim_options(
         )
     limit = _duration("--time-limit", time_limit)
     if time_limit is not None and not limit:
-        raise InputError("--time-limit", "", "a time limit is above 0")
+        raise InputError("--time-limit", "", f"must be above 0, got {time_limit!r}")
     if ledger != ":memory:":
         _check_new_ledger(Path(ledger))
     return {
@@ -194,8 +198,6 @@ def _check_new_ledger(path: Path) -> None:
     import sqlite3
 
     check_writable("--ledger", path)
-    if not path.parent.is_dir():
-        raise InputError("--ledger", "", f"the folder {path.parent} does not exist")
     if not path.exists() or path.stat().st_size == 0:
         return
     try:
@@ -209,11 +211,29 @@ def _check_new_ledger(path: Path) -> None:
         raise InputError("--ledger", "", f"{path} already holds {what}: give a new file")
 
 
+OutOpt = Annotated[Path, typer.Option(metavar="DIR", help="Output folder.")]
+RoundIntervalOpt = Annotated[
+    str, typer.Option(metavar="DURATION", help="Time between two periodic full rounds.")
+]
+MinRoundGapOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="DURATION",
+        help="Events (arrivals, completions, requeues, host changes) call a round at most "
+        "this often: those that come sooner after the last round are decided together, by "
+        "one round when this much time has passed.",
+    ),
+]
+TimeLimitOpt = Annotated[
+    str | None,
+    typer.Option(metavar="DURATION", help="Wall-clock limit of each round's MILP (above 0)."),
+]
 LegacyTopOpt = Annotated[
     float,
     number(
         min=0.0,
         max=1.0,
+        metavar="FRACTION",
         help="legacy-priority: fraction of submissions made at the highest level (users' "
         "behaviour; at 1 nobody can preempt anybody and the policy is FIFO).",
     ),
@@ -221,23 +241,31 @@ LegacyTopOpt = Annotated[
 CheckpointOpt = Annotated[
     str | None,
     typer.Option(
+        metavar="DURATION",
         help="Checkpoint interval: the progress resumable work keeps when preempted, and when "
         "non-resumable work becomes costly_to_stop (replaces the lab policy's "
-        "checkpoint_interval)."
+        "checkpoint_interval).",
     ),
 ]
 MtbfOpt = Annotated[
     str | None,
-    typer.Option(help="Mean time between failures of a host (e.g. 60d); off by default."),
+    typer.Option(
+        metavar="DURATION",
+        help="Mean time between failures of a host (e.g. 60d); off by default.",
+    ),
 ]
-RepairOpt = Annotated[str, typer.Option(help="Repair time of a drained host.")]
-HostEventsOpt = Annotated[Path | None, typer.Option(help="CSV time,host,state.")]
+RepairOpt = Annotated[str, typer.Option(metavar="DURATION", help="Repair time of a drained host.")]
+HostEventsOpt = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="Host state changes to replay: a CSV of time,host,state."),
+]
 RoundsOpt = Annotated[
     str,
     typer.Option(
+        metavar="KIND",
         help="events: a full round every --round-interval and when a host changes, event "
         "passes on arrivals, completions and requeues between them; full: a full round on "
-        "every event (slower; the model before event passes)."
+        "every event (slower; the model before event passes).",
     ),
 ]
 ValidatePassesOpt = Annotated[
@@ -251,6 +279,7 @@ LegacyCapOpt = Annotated[
     float,
     number(
         min=0.0,
+        metavar="MULTIPLE",
         help="legacy-priority: non-preemptible GPUs per team, as a multiple of its share.",
     ),
 ]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from alloc.cli.commands import Command
 from alloc.cli.common import check_writable, err, guarded, out, write_atomically
 from alloc.cli.params import choice, number, whole
 from alloc.io.errors import InputError
@@ -33,8 +34,11 @@ class Source(StrEnum):
     ITP = "itp"
 
 
-@trace_app.command("import")
+@trace_app.command(
+    "import", cls=Command, short_help="Convert a real trace into a trace CSV (and a lab)."
+)
 def import_trace(
+    ctx: typer.Context,
     kind: Annotated[Source, choice(Source, help="philly or itp.")],
     source: Annotated[
         Path,
@@ -43,19 +47,21 @@ def import_trace(
             "itp: one cluster CSV (a folder means its cluster01.csv)."
         ),
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="The trace CSV to write.")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", metavar="FILE", help="The trace CSV to write.")
+    ],
     lab: Annotated[
-        Path | None, typer.Option("--lab", help="Also write a matching instance YAML.")
+        Path | None,
+        typer.Option("--lab", metavar="FILE", help="Also write a matching instance YAML."),
     ] = None,
-    gpus_per_node: Annotated[
-        int | None, whole(min=1, help="philly only: GPUs per node (default 8).")
-    ] = None,
-    tenants: Annotated[
-        int | None, whole(min=1, help="itp only: tenants to assign (default 8).")
-    ] = None,
+    gpus_per_node: Annotated[int, whole(min=1, help="philly only: GPUs per node.")] = 8,
+    tenants: Annotated[int, whole(min=1, help="itp only: tenants to assign.")] = 8,
     seed: Annotated[int, whole(help="Seed of the minimum-runtime and tenant draws.")] = 1,
     unallocated: Annotated[
-        float, number(min=0.0, max=1.0, help="Fraction of jobs with minimum runtime 0.")
+        float,
+        number(
+            min=0.0, max=1.0, metavar="FRACTION", help="Fraction of jobs with minimum runtime 0."
+        ),
     ] = 0.1,
 ) -> None:
     """Convert a real trace into a trace CSV; print what was imported, dropped and assumed."""
@@ -65,10 +71,17 @@ def import_trace(
     from alloc.traces.itp import raw_files as itp_files
     from alloc.traces.philly import raw_files as philly_files
 
+    # Given on the command line (not their defaults): each applies to one source only.
+    given = {
+        name: value
+        for name, value in (("--gpus-per-node", gpus_per_node), ("--tenants", tenants))
+        if getattr(ctx.get_parameter_source(name[2:].replace("-", "_")), "name", "") != "DEFAULT"
+    }
+
     def act() -> None:
-        if kind is Source.PHILLY and tenants is not None:
+        if kind is Source.PHILLY and "--tenants" in given:
             raise InputError("--tenants", "", "applies to itp only (Philly has its own VCs)")
-        if kind is Source.ITP and gpus_per_node is not None:
+        if kind is Source.ITP and "--gpus-per-node" in given:
             raise InputError("--gpus-per-node", "", "applies to philly only (ITP hosts have 8)")
         if lab is not None and lab.resolve() == output.resolve():
             raise InputError("--lab", "", f"the same file as -o ({output})")
@@ -86,22 +99,17 @@ def import_trace(
             check_writable("--lab", lab)
         rule = MinRuntimeRule(unallocated=unallocated, seed=seed)
         if kind is Source.PHILLY:
-            result = import_philly(source, gpus_per_node or 8, rule)
+            result = import_philly(source, gpus_per_node, rule)
         else:
-            result = import_itp(source, tenants or 8, rule)
+            result = import_itp(source, tenants, rule)
         trace = trace_text(result.jobs)
         # Both outputs must read back as valid input before either is written.
         parse_trace(trace, str(output), result.lab.budgets, result.lab.policy.max_min_runtime_s)
         lab_text = None
         if lab is not None:
             command = f"alloc trace import {kind.value} {source} -o {output} --lab {lab}"
-            options = {
-                "--gpus-per-node": gpus_per_node,
-                "--tenants": tenants,
-                "--seed": seed,
-                "--unallocated": unallocated,
-            }
-            command += "".join(f" {k} {v:g}" for k, v in options.items() if v is not None)
+            options = {**given, "--seed": seed, "--unallocated": unallocated}
+            command += "".join(f" {k} {v:g}" for k, v in options.items())
             lab_text = dump_instance(result.lab, _header(command, result.summary.attribution))
             parse_instance(lab_text, str(lab))
         write_atomically(output, trace)

@@ -73,6 +73,12 @@ class Decision:
         return sum(self.hosts.values()) if self.action.holds_gpus else 0
 
 
+# The note of a MILP round that needed no model: the greedy plan is already within the gap of
+# the fractional-knapsack bound (models/round.md 5.4, step 0), so no MILP was built or solved
+# (solve_seconds 0): `alloc solve` says so instead of "optimal in 0.000 s".
+WITHOUT_MODEL = "the greedy plan is within the gap of the knapsack bound"
+
+
 @dataclass(frozen=True, slots=True)
 class SolverReport:
     solver: str  # milp | greedy

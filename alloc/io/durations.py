@@ -24,7 +24,9 @@ def parse_duration(value: object) -> float:
         seconds = _seconds_of(value)
     else:
         raise ValueError(f"expected a duration such as 90s, 15m, 8h or 7d, got {value!r}")
-    if not math.isfinite(seconds) or seconds < 0:
+    if not math.isfinite(seconds):  # 1e400 seconds, or a YAML .inf
+        raise ValueError(f"expected a finite duration, got {value!r}")
+    if seconds < 0:
         raise ValueError(f"a duration must be zero or more, got {value!r}")
     if seconds > limits().seconds:
         raise ValueError(f"{value!r} is more than ten years, the longest duration alloc reads")

@@ -12,10 +12,10 @@ class InputError(ValueError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
+        """`file:line: field: message`, each part there when given (no file: the command
+        line, whose field is then an option or an argument)."""
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return (
-            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
-        )
+        return ": ".join(part for part in (where, self.field, self.message) if part)
 
 
 def field_path(loc: tuple[object, ...]) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from alloc.domain.plan import WITHOUT_MODEL
 from alloc.solve.context import RoundContext
 from alloc.solve.load import Load
 from alloc.solve.milp_decode import decode, hint
@@ -52,14 +53,7 @@ def solve_milp(
     # The shortcut is for easy rounds (most of a simulation); a hard round with a loose
     # stopping gap still gets the model, which often does far better than that gap.
     if _gap(quick, warm_objective) <= min(policy.mip_gap, QUICK_GAP):
-        return Outcome(
-            warm,
-            "optimal",
-            warm_objective,
-            quick,
-            0.0,
-            "the greedy plan is within the gap of the knapsack bound",
-        )
+        return Outcome(warm, "optimal", warm_objective, quick, 0.0, WITHOUT_MODEL)
     if deadline - time.perf_counter() <= 0.01:
         return Outcome(None, "fallback", None, None, 0.0, "time limit spent before the solve")
     # OR-Tools and scipy load here, when a round needs the model (most small rounds end at
