@@ -132,14 +132,17 @@ def renamed(snapshot: Snapshot, names: dict[str, str]) -> Snapshot:
     return dataclasses.replace(snapshot, cluster=cluster, workloads=workloads)
 
 
-def hostile_plan(folder: Path, printable: bool = False) -> Plan:
+def hostile_plan(folder: Path, printable: bool = False, bounded: bool = False) -> Plan:
     """Hosts h0..h3 ready, h4 unhealthy and empty; unallocated p runs on h0; s0..s3
     (priority 5) start on h0..h3, so p is preempted; w0..w4 wait. Every name is hostile;
     with `printable`, names as a plan file may hold them (issue 18: no control or format
-    character), their control characters written as visible escapes (`new\\nline`)."""
+    character), their control characters written as visible escapes (`new\\nline`); with
+    `printable` or `bounded`, none longer than a plan file's names may be (200 characters)."""
     names = [n.format(dir=folder) for n in HOSTILE]
     if printable:
         names = [shown(n) for n in names]
+    if printable or bounded:
+        names = [n[:150] for n in names]
     plain = snapshot_of(
         instance(
             hosts=[host(f"h{i}", state="unhealthy" if i == 4 else "ready") for i in range(5)],
@@ -269,7 +272,7 @@ def cli(*args: str | Path):
 
 def test_the_cli_refuses_a_plan_file_whose_names_hold_control_characters(folder):
     plan_file = folder / "plan.json"
-    plan_file.write_text(dump_plan(hostile_plan(folder)))
+    plan_file.write_text(dump_plan(hostile_plan(folder, bounded=True)))
     result = cli(plan_file, "--to", "slurm", "-o", folder)
     assert result.exit_code == 2
     assert "contains a control character (U+000A LINE FEED) at position 4" in result.stderr
