@@ -16,7 +16,7 @@ from alloc.domain import (
     path_prefixes,
 )
 from alloc.io.durations import format_time
-from alloc.readable import count, counted, duration, number
+from alloc.readable import count, counted, duration, gpus, number
 from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext
 
@@ -91,10 +91,15 @@ def budget_path(ctx: RoundContext, budget: str) -> list[str]:
     and its entitlement this round."""
     tree = ctx.snapshot.budgets
     share = ctx.share
+    ready = ctx.snapshot.cluster.ready_gpus
     lines = [
         f"window capacity {number(share.capacity_gpu_hours, 0)} GPU-h over "
         f"{duration(ctx.snapshot.policy.lookback_s)}; ratio = usage / "
-        "(effective allocation x capacity); lower goes first, level by level"
+        "(effective allocation x capacity); lower goes first, level by level",
+        "entitled: the GPUs its work may hold this round: its allocation alone (effective "
+        f"allocation x the {counted(ready, 'ready GPU')}), plus what other nodes leave unused, "
+        "less what protected work elsewhere holds beyond its own, at most what its work that "
+        "can start asks for (models/round.md 2.3)",
     ]
     for p in path_prefixes(budget):  # type: ignore[arg-type]
         parent = p.rsplit("/", 1)[0] if "/" in p else ""
@@ -111,10 +116,10 @@ def budget_path(ctx: RoundContext, budget: str) -> list[str]:
             f"GPU-h, ratio {ratio(share.ratios[p])}, {count(rank)} of {count(len(siblings))} "
             "among its siblings" + (f" ({others})" if others else "")
         )
-        alone = tree.effective_allocation(p) * ctx.snapshot.cluster.ready_gpus
+        alone = tree.effective_allocation(p) * ready
         lines.append(
             f"  entitled to {counted(share.entitlement_gpus.get(p, 0), 'GPU')} this round "
-            f"(its allocation alone: {number(alone, 0)})"
+            f"(its allocation alone: {gpus(alone)})"
         )
     return lines
 
