@@ -288,3 +288,36 @@ def test_one_rounding_rule_for_gpu_figures_across_an_answer():
     assert "vision's allocation alone is 12.8 GPUs" in text
     assert "it would be 11.2 GPUs beyond its allocation" in text
     assert "13 GPUs" not in text and "12 GPUs" not in text and "owed" not in text
+
+
+def test_a_start_beyond_its_entitlement_says_why_it_may_start_and_that_it_is_protected():
+    """Issue: a start `over_allocation` got the wait's words ("its budget node is beyond its
+    entitlement"). Two hosts; b's protected run holds 6 GPUs of h0 and b's 8-GPU run finds no
+    room; a-1 (entitled) takes h1 and a-2, beyond a's 8, starts on the 2 GPUs left, which no
+    entitled waiting work can use. As allocated work (SPEC 3) it is charged and protected for
+    its minimum runtime: the plan says so (protected_until), and so does the answer."""
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h0"), host("h1")],
+            workloads=[
+                workload("b-run", 6, "b", "4h", started=ago(hours=1), hosts={"h0": 6}),
+                workload("b-q", 8, "b"),
+                workload("a-1", 8, "a"),
+                workload("a-2", 2, "a"),
+            ],
+        )
+    )
+    plan = solve_checked(snap, "greedy")
+    d = plan.decision(WorkloadId("a-2"))
+    assert (d.action, d.reason) == (Action.START, Reason.OVER_ALLOCATION)
+    assert d.protected_until is not None
+    answer = explain(snap, plan, "a-2")
+    assert answer.headline == (
+        "a-2: start on h0:2 (over_allocation): its budget node is beyond its entitlement for "
+        "this round, and it may start all the same because no entitled waiting work can use "
+        "these GPUs; it runs as allocated work: charged to its budget and protected for its "
+        "minimum runtime, after which entitled work that needs the GPUs rebalances it."
+    )
+    assert "protected until 2026-11-30T14:00:00Z" in answer.facts
+    held = solved(snap, plan, "a").assigned_gpus
+    assert f"a holds {held} allocated GPUs after this round; its entitlement is 8" in answer.why

@@ -47,11 +47,26 @@ REASON_TEXT = {
 }
 
 
+# Work beyond its node's entitlement that starts or keeps running: why it may (SPEC, reason
+# `over_allocation`: "on capacity no entitled work can use"), and that it is allocated work
+# all the same (SPEC 3: charged to its budget, protected for its minimum runtime).
+HOLDING_TEXT = {
+    (Action.START, Reason.OVER_ALLOCATION): "its budget node is beyond its entitlement for "
+    "this round, and it may start all the same because no entitled waiting work can use these "
+    "GPUs; it runs as allocated work: charged to its budget and protected for its minimum "
+    "runtime, after which entitled work that needs the GPUs rebalances it",
+    (Action.KEEP, Reason.OVER_ALLOCATION): "its budget node is beyond its entitlement for this "
+    "round, and it keeps running because no entitled waiting work can use its GPUs; entitled "
+    "work that needs them rebalances it",
+}
+
+
 def headline(plan: Plan, wid: WorkloadId) -> str:
     """`a-gang: wait (no_room): no place fits it this round.`"""
     d = plan.decision(wid)
     where = f" on {_hosts(d)}" if d.action.holds_gpus else ""
-    return f"{wid}: {d.action.value}{where} ({d.reason.value}): {REASON_TEXT[d.reason]}."
+    text = HOLDING_TEXT.get((d.action, d.reason), REASON_TEXT[d.reason])
+    return f"{wid}: {d.action.value}{where} ({d.reason.value}): {text}."
 
 
 def contract_facts(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
