@@ -2,8 +2,8 @@
 already hold (issue 17): each kind of suggestion is shown where it would help and left out
 where it would not (a host asked back that is ready, topology any for a gang it would not
 help, room that is already free, a node beyond its entitlement that is not, a node's
-exception it already meets). Its figures are those of the path, the Why and `alloc solve`'s
-summary."""
+exception it already meets, fair-share moves for unallocated work). Its figures are those of
+the path, the Why and `alloc solve`'s summary."""
 
 from __future__ import annotations
 
@@ -299,3 +299,49 @@ def test_no_example_is_told_to_wait_for_a_time_that_has_come(path):
             for line in explain(snap, plan, d.workload).change:
                 assert f"at the earliest at {snap.now.isoformat()}" not in line
                 assert "come back" not in line or "(ready)" not in line
+
+
+# --- unallocated work -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wid", "instead"),
+    [
+        (
+            "scratch",
+            "or it declares a minimum runtime above 0: it then runs as allocated work of b, "
+            "charged to b and protected for that runtime, and waiting allocated work displaces "
+            "unallocated work",
+        ),
+        (
+            "orphan",
+            "or it names a budget node with a share and a minimum runtime above 0: it then runs "
+            "as allocated work of that node, charged to it and protected for that runtime, and "
+            "waiting allocated work displaces unallocated work",
+        ),
+    ],
+    ids=["minimum runtime 0", "unfunded"],
+)
+def test_unallocated_work_is_told_what_frees_room_for_it_and_no_fair_share_moves(wid, instead):
+    """Issue: unallocated work was told room frees "when the protection of the work there
+    ends" and "when its own node moves ahead in the fair-share order": neither helps it
+    (allocated work keeps its GPUs against it, protected or not, and it has no place in the
+    order). It is told what does: GPUs no allocated work wants, or running as allocated work."""
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h0")],
+            workloads=[
+                workload("a-run", 8, "a", "4h", started=ago(hours=1), hosts={"h0": 8}),
+                workload("scratch", 8, "b", "0"),
+                workload("orphan", 4, None),
+            ],
+        )
+    )
+    lines = change(snap, wid)
+    assert lines[1:] == [
+        "GPUs of that shape that no allocated work wants: allocated work keeps its GPUs against "
+        "unallocated work (past its protection too), so room frees only when work there ends "
+        "and no waiting allocated work takes it",
+        instead,
+    ]
+    assert not any("fair-share" in line or "protection of the work" in line for line in lines)

@@ -1,7 +1,7 @@
 """The "What would have to change" of `alloc explain`, for waiting work: only changes whose
 condition does not already hold (room that frees, and when; a reservation; room in the
-entitlement of the node in its way; fewer GPUs, topology any or hosts back for work the ready
-cluster cannot hold)."""
+entitlement of the node in its way; for unallocated work, GPUs no allocated work wants; fewer
+GPUs, topology any or hosts back for work the ready cluster cannot hold)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,10 @@ def change_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) ->
             out.append(
                 f"{counted(need, 'whole free host')} {scope}; the best it has now is {count(best)}"
             )
-        out += _when_room_frees(ctx, plan, wid)
+        if d.occupancy is Occupancy.UNALLOCATED:
+            out += _unallocated_room(ctx, w)
+        else:
+            out += _when_room_frees(ctx, plan, wid)
     if d.reason is Reason.TOPOLOGY and shape.block and fits(ctx, shape, free, block=False):
         out.append("or the workload accepts topology any (it fits across blocks now)")
     return held + out
@@ -123,8 +126,8 @@ def _never_fits(
 
 
 def _when_room_frees(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
-    """When protection ends on enough hosts of its shape, if it ever does (nothing when that
-    time has come)."""
+    """For allocated work: when protection ends on enough hosts of its shape, if it ever does
+    (nothing when that time has come)."""
     when = earliest(ctx, plan, wid)
     if when is None:
         return [
@@ -138,6 +141,30 @@ def _when_room_frees(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str
             "protection of the work there ends (work still entitled then keeps running)"
         ]
     return []
+
+
+def _unallocated_room(ctx: RoundContext, w: Workload) -> list[str]:
+    """For unallocated work (minimum runtime 0, or unfunded): what frees room for it. It
+    displaces no allocated work, protected or not, and has no place in the fair-share order,
+    so neither the end of a protection nor its node's ratio helps it."""
+    out = [
+        "GPUs of that shape that no allocated work wants: allocated work keeps its GPUs "
+        "against unallocated work (past its protection too), so room frees only when work "
+        "there ends and no waiting allocated work takes it"
+    ]
+    if ctx.standings[w.id].funded:
+        out.append(
+            f"or it declares a minimum runtime above 0: it then runs as allocated work of "
+            f"{w.budget}, charged to {w.budget} and protected for that runtime, and waiting "
+            "allocated work displaces unallocated work"
+        )
+    else:
+        out.append(
+            "or it names a budget node with a share and a minimum runtime above 0: it then "
+            "runs as allocated work of that node, charged to it and protected for that runtime, "
+            "and waiting allocated work displaces unallocated work"
+        )
+    return out
 
 
 def _held_after(ctx: RoundContext, plan: Plan, node: str) -> str:
