@@ -345,3 +345,19 @@ def test_unallocated_work_is_told_what_frees_room_for_it_and_no_fair_share_moves
         instead,
     ]
     assert not any("fair-share" in line or "protection of the work" in line for line in lines)
+
+
+# --- the command line and the README ---------------------------------------------------------
+
+
+def test_explain_with_a_config_and_no_workload_id_asks_for_the_workload_id(tmp_path):
+    """Issue: `alloc explain --config C` said "Missing argument 'instance'"; the missing
+    thing is the workload id (bad input: exit 2, nothing read from the cluster)."""
+    from typer.testing import CliRunner
+
+    from alloc.cli.app import app
+
+    result = CliRunner().invoke(app, ["explain", "--config", str(tmp_path / "controller.yaml")])
+    assert result.exit_code == 2
+    assert "give the workload id: alloc explain --config FILE WORKLOAD" in result.stderr
+    assert "instance" not in result.output.lower()
