@@ -7,6 +7,7 @@ the path, the Why and `alloc solve`'s summary."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -361,3 +362,23 @@ def test_explain_with_a_config_and_no_workload_id_asks_for_the_workload_id(tmp_p
     assert result.exit_code == 2
     assert "give the workload id: alloc explain --config FILE WORKLOAD" in result.stderr
     assert "instance" not in result.output.lower()
+
+
+def test_the_readme_explain_example_is_what_explain_prints():
+    """The README's reference example of `alloc explain` (protection.yaml's b-train) shows
+    lines of its answer in order, and its "What would have to change" whole."""
+    from tests.tutorials import _steps, missing
+
+    readme = (EXAMPLES.parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```console\n(.*?)```", readme, flags=re.S)
+    (step,) = [
+        s
+        for b in blocks
+        for s in _steps(b)
+        if s.command.startswith("alloc explain instances/examples/protection.yaml b-train")
+    ]
+    snap = load_instance(EXAMPLES / "protection.yaml")
+    answer = explain(snap, solve_checked(snap), "b-train")
+    assert missing(step.shown, "\n".join(answer.lines())) is None
+    shown = step.shown[step.shown.index("What would have to change:") + 1 :]
+    assert [line.strip() for line in shown] == answer.change
