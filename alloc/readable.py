@@ -4,6 +4,8 @@ precision). One rule each, here, used by every writer:
 
 - counts: whole numbers with a thousands separator from 1,000 on (`1,024 GPUs`, `950 GPUs`);
 - a count with its noun agrees with it: `1 GPU`, `8 GPUs`, `1 host`, `0 jobs` (`counted`);
+- a number of GPUs that need not be whole (a share of the ready GPUs): one decimal when it is
+  fractional, the same figure in every line (`gpus`: `12.8 GPUs`, never 13 here and 12 there);
 - durations: whole units as a person says them: seconds below a minute (`45 s`), minutes
   below an hour (`15 min`), hours and minutes below a day (`1 h`, `1 h 3 min`), then days
   and hours (`2 d 5 h`), each rounded half up to the last unit shown (`duration`; never
@@ -37,6 +39,11 @@ def counted(n: float, noun: str, plural: str | None = None) -> str:
     """`n` and its noun, which agrees with it: `1 GPU`, `8 GPUs`, `1,024 GPUs`, `0 jobs`;
     `plural` for a noun that does not just take an s (`counted(n, "child", "children")`)."""
     return f"{count(n)} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def gpus(n: float) -> str:
+    """GPUs, whole or not: `8 GPUs`, `1 GPU`, `12.8 GPUs` (0.87 is `0.9 GPUs`)."""
+    return counted(round(n, 1), "GPU")
 
 
 def number(value: float | None, digits: int = 1) -> str:

@@ -1,18 +1,23 @@
 """`alloc explain`'s "Why" names the real cause of a wait: a workload that waits for room
 (`no_room`) is told the shape it needs, the ready hosts that could hold it, what holds them
 and what would make room, with numbers; a workload that waits on its node's entitlement is
-still told about the fair-share order and the entitlement. Every plan is checked against the
-invariants (`solve_checked`)."""
+still told about the fair-share order and the entitlement, and what stood in its way at its
+turn (a node's entitlement or the ready GPUs). Every figure of an answer agrees with the
+others and with `alloc solve`'s summary (`alloc.summary`), at the moment it names. Every plan
+is checked against the invariants (`solve_checked`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import ago, host, instance, snapshot_of, solve_checked, workload
 
-from alloc.domain import Action, Reason, Snapshot, WorkloadId
+from alloc.domain import Action, Plan, Reason, Snapshot, WorkloadId
 from alloc.explain import explain
 from alloc.io import load_instance
+from alloc.solve.context import round_context
+from alloc.summary import NodeRow, summarize
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "instances" / "examples"
 
@@ -23,6 +28,11 @@ def why(snapshot: Snapshot, wid: str, solver: str = "greedy") -> list[str]:
     d = plan.decision(WorkloadId(wid))
     assert d.action is Action.WAIT, d
     return explain(snapshot, plan, wid).why
+
+
+def solved(snapshot: Snapshot, plan: Plan, node: str) -> NodeRow:
+    """`node`'s row of `alloc solve`'s Budgets table for this plan."""
+    return next(r for r in summarize(round_context(snapshot), plan).nodes if r.path == node)
 
 
 def test_a_gang_that_protected_work_keeps_out_is_told_about_room_not_entitlement(solver):
@@ -126,8 +136,10 @@ def test_work_waiting_on_its_entitlement_keeps_the_entitlement_why(solver):
     assert plan.decision(WorkloadId("b-7")).reason is Reason.OVER_ALLOCATION
     lines = explain(snap, plan, "b-7").why
     assert lines == [
-        "fair-share order: 10 of 10 allocated candidates; beyond the ready capacity (not "
-        "entitled this round)",
+        "fair-share order: 10 of 10 allocated candidates; not entitled this round: at its turn "
+        "protected work and the entitled work ranked ahead of it held 8 of the 8 ready GPUs, "
+        "and the 0 left are fewer than the 1 it needs; and b is entitled to 6 GPUs, of which "
+        "they count 6: the 0 left are fewer than the 1 it needs",
         "projected ratios when its turn came (window usage plus this round's grants before it, "
         "top level first): 2.000",
         "b holds 6 allocated GPUs after this round; its entitlement is 6",
@@ -148,3 +160,164 @@ def test_a_single_host_run_that_protected_work_keeps_out_is_told_about_room_too(
         "so it takes no place in this round's fair-share order, and b's entitlement this round "
         "(0 GPUs) counts only the demand of b's work that can start (models/round.md 2.3)",
     ]
+
+
+def test_a_figure_from_before_the_round_says_so_and_gives_the_one_after_it_as_solve_does(solver):
+    """Issue: "robotics holds 52 allocated GPUs" where `alloc solve` printed 38 (52 counted a
+    run this round preempts). 8 hosts of one block; a (50%) is ahead over the window and runs
+    a-old, 40 GPUs past its protection; b's two queued runs are entitled, so the round preempts
+    a-old (rebalanced). a's 40-GPU gang waits, and no hosts are held back for it: a held 40
+    before the round and 0 after it, solve's "held"."""
+    snap = snapshot_of(
+        instance(
+            hosts=[host(f"h{i}", block="X") for i in range(8)],
+            usage={"a": 6000, "b": 0},
+            workloads=[
+                workload("b-run0", 8, "b", "4h", started=ago(hours=1), hosts={"h0": 8}),
+                workload("b-run1", 8, "b", "4h", started=ago(hours=1), hosts={"h1": 8}),
+                workload(
+                    "a-old", 40, "a", started=ago(hours=5), hosts={f"h{i}": 8 for i in range(2, 7)}
+                ),
+                workload("b-q1", 8, "b"),
+                workload("b-q2", 8, "b"),
+                workload("a-gang", 40, "a", "4h"),
+            ],
+        )
+    )
+    plan = solve_checked(snap, solver)
+    assert plan.decision(WorkloadId("a-old")).reason is Reason.REBALANCED
+    held = solved(snap, plan, "a").assigned_gpus
+    assert held == 0
+    answer = explain(snap, plan, "a-gang")
+    assert f"a holds {held} allocated GPUs after this round; its entitlement is 32" in answer.why
+    (line,) = [c for c in answer.change if c.startswith("no hosts are held back")]
+    assert "its running work held 40 allocated GPUs before this round" in line
+    assert line.endswith(f"; after this round's plan a holds {held} allocated GPUs")
+
+
+def test_work_passed_over_for_its_node_is_told_so_not_that_the_capacity_ran_out(solver):
+    """Issue: "7 of 23 allocated candidates; beyond the ready capacity" while 13 workloads
+    ranked after it started `under_allocation`. 4 hosts; a (ratio 1.0 over the window, 2.0
+    with its protected run) is ranked before b (2.2), but a's protected 16 GPUs fill its
+    entitlement of 16: a-q is first in the order and waits, and b's two runs ranked after it
+    start. The Why names a's entitlement (solve's "entitled") and never the ready capacity."""
+    snap = snapshot_of(
+        instance(
+            hosts=[host(f"h{i}") for i in range(4)],
+            usage={"a": 2700, "b": 6000},
+            workloads=[
+                workload("a-run", 16, "a", "4h", started=ago(hours=1), hosts={"h0": 8, "h1": 8}),
+                workload("a-q", 8, "a"),
+                workload("b-q1", 8, "b"),
+                workload("b-q2", 8, "b"),
+            ],
+        )
+    )
+    plan = solve_checked(snap, solver)
+    assert plan.decision(WorkloadId("a-q")).action is Action.WAIT
+    later = [w for w in ("b-q1", "b-q2") if plan.decision(WorkloadId(w)).action is Action.START]
+    assert later == ["b-q1", "b-q2"]
+    assert {plan.decision(WorkloadId(w)).reason for w in later} == {Reason.UNDER_ALLOCATION}
+    entitled = solved(snap, plan, "a").entitled_gpus
+    lines = explain(snap, plan, "a-q").why
+    assert lines[0] == (
+        "fair-share order: 1 of 3 allocated candidates; not entitled this round: a is entitled "
+        f"to {entitled} GPUs, of which protected work and the entitled work ranked ahead of it "
+        "count 16: the 0 left are fewer than the 8 it needs"
+    )
+    assert not any("capacity" in line or "ready GPUs" in line for line in lines)
+
+
+def test_work_the_ready_gpus_left_over_cannot_hold_is_told_the_smaller_work_after_it_fits():
+    """Two hosts, one team. a-run (protected) holds 6 GPUs; a-8, a-4 and a-2 queue in that
+    order. a-8 is entitled (14 of 16 GPUs counted); a-4 finds 2 left of the ready GPUs and of
+    a's entitlement, and a-2, ranked after it, fits them and starts: the Why says both, with
+    the numbers of a-4's turn, and that smaller work after it fits."""
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h0"), host("h1")],
+            budgets={"name": "root", "children": [{"name": "a", "share": "100%"}]},
+            workloads=[
+                workload("a-run", 6, "a", "4h", started=ago(hours=1), hosts={"h0": 6}),
+                workload("a-8", 8, "a", submitted=ago(hours=5)),
+                workload("a-4", 4, "a", submitted=ago(hours=4)),
+                workload("a-2", 2, "a", submitted=ago(hours=3)),
+            ],
+        )
+    )
+    plan = solve_checked(snap, "greedy")
+    assert plan.decision(WorkloadId("a-2")).reason is Reason.UNDER_ALLOCATION
+    assert solved(snap, plan, "a").entitled_gpus == 16
+    (line,) = [w for w in why(snap, "a-4") if w.startswith("fair-share order")]
+    assert line == (
+        "fair-share order: 2 of 3 allocated candidates; not entitled this round: at its turn "
+        "protected work and the entitled work ranked ahead of it held 14 of the 16 ready GPUs, "
+        "and the 2 left are fewer than the 4 it needs (1 smaller workload ranked after it fits "
+        "in them, entitled); and a is entitled to 16 GPUs, of which they count 14: the 2 left "
+        "are fewer than the 4 it needs"
+    )
+
+
+def test_one_rounding_rule_for_gpu_figures_across_an_answer():
+    """Issue: "entitled to 19 GPUs (its allocation alone: 13)" then "vision is owed 12 GPUs",
+    where 40% of 32 GPUs is 12.8. vision's 24-GPU gang waits for room protected work holds,
+    and no hosts are held back for it: every line that names vision's allocation alone says
+    12.8 GPUs, and what is beyond it 24 - 12.8 = 11.2."""
+    snap = snapshot_of(
+        instance(
+            hosts=[host(f"h{i}", block="X") for i in range(4)],
+            budgets={
+                "name": "root",
+                "children": [
+                    {"name": "vision", "share": "40%"},
+                    {"name": "other", "share": "60%"},
+                ],
+            },
+            workloads=[
+                workload(
+                    "o-run", 16, "other", "4h", started=ago(hours=1), hosts={"h0": 8, "h1": 8}
+                ),
+                workload("v-gang", 24, "vision", "4h"),
+            ],
+        )
+    )
+    plan = solve_checked(snap)
+    assert solved(snap, plan, "vision").owed_gpus == pytest.approx(12.8)
+    text = "\n".join(explain(snap, plan, "v-gang").lines())
+    assert "entitled to 0 GPUs this round (its allocation alone: 12.8 GPUs)" in text
+    assert "vision's allocation alone is 12.8 GPUs" in text
+    assert "it would be 11.2 GPUs beyond its allocation" in text
+    assert "13 GPUs" not in text and "12 GPUs" not in text and "owed" not in text
+
+
+def test_a_start_beyond_its_entitlement_says_why_it_may_start_and_that_it_is_protected():
+    """Issue: a start `over_allocation` got the wait's words ("its budget node is beyond its
+    entitlement"). Two hosts; b's protected run holds 6 GPUs of h0 and b's 8-GPU run finds no
+    room; a-1 (entitled) takes h1 and a-2, beyond a's 8, starts on the 2 GPUs left, which no
+    entitled waiting work can use. As allocated work (SPEC 3) it is charged and protected for
+    its minimum runtime: the plan says so (protected_until), and so does the answer."""
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h0"), host("h1")],
+            workloads=[
+                workload("b-run", 6, "b", "4h", started=ago(hours=1), hosts={"h0": 6}),
+                workload("b-q", 8, "b"),
+                workload("a-1", 8, "a"),
+                workload("a-2", 2, "a"),
+            ],
+        )
+    )
+    plan = solve_checked(snap, "greedy")
+    d = plan.decision(WorkloadId("a-2"))
+    assert (d.action, d.reason) == (Action.START, Reason.OVER_ALLOCATION)
+    assert d.protected_until is not None
+    answer = explain(snap, plan, "a-2")
+    assert answer.headline == (
+        "a-2: start on h0:2 (over_allocation): its budget node is beyond its entitlement for "
+        "this round, and it may start all the same because no entitled waiting work can use "
+        "these GPUs; it runs as allocated work: charged to its budget and protected for its "
+        "minimum runtime, after which entitled work that needs the GPUs rebalances it."
+    )
+    assert "protected until 2026-11-30T14:00:00Z" in answer.facts
+    held = solved(snap, plan, "a").assigned_gpus
+    assert f"a holds {held} allocated GPUs after this round; its entitlement is 8" in answer.why

@@ -13,7 +13,7 @@ from conftest import host, instance, workload
 from typer.testing import CliRunner
 
 from alloc.cli.app import app
-from alloc.readable import count, counted, duration, hours, number, pct, signed_duration
+from alloc.readable import count, counted, duration, gpus, hours, number, pct, signed_duration
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "instances" / "examples"
 H = 3600.0
@@ -50,6 +50,14 @@ def test_counts_take_a_thousands_separator_from_1000_on(n, text):
 )
 def test_a_noun_agrees_with_its_count(n, noun, plural, text):
     assert counted(n, noun, plural) == text
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [(8, "8 GPUs"), (1.0, "1 GPU"), (12.8, "12.8 GPUs"), (0.87, "0.9 GPUs"), (12.96, "13 GPUs")],
+)
+def test_gpus_that_need_not_be_whole_show_one_decimal_when_fractional(n, text):
+    assert gpus(n) == text
 
 
 @pytest.mark.parametrize(

@@ -203,8 +203,9 @@ def test_explain_says_who_holds_the_reservation_and_until_when():
     [
         (
             {"gang_gpus": 40},
-            "they could idle in vain while its node is beyond what it is owed it asks for more "
-            "than all a is owed (32 GPUs",
+            "a's allocation alone is 32 GPUs (its effective allocation x the 64 ready GPUs) and "
+            "its running work held 0 allocated GPUs before this round: with its 40 it would be "
+            "8 GPUs beyond its allocation",
         ),
         ({"usage": {"a": 6000, "b": 0}}, "a has used its share over the window (ratio 1.12)"),
         (
@@ -230,9 +231,10 @@ def test_explain_says_why_no_hosts_are_held_back_for_a_waiting_gang(changes, sai
 
 
 def test_explain_names_the_runs_of_its_own_node_that_keep_a_gang_beyond_what_it_is_owed():
-    """Team big (60% of 64 GPUs: owed 38) holds 12 GPUs of priority-1 runs; its 32-GPU gang
-    fits within what big is owed only while big holds at most 6 others: explain says so and
-    names the runs, largest first."""
+    """Team big (60% of 64 GPUs: its allocation alone 38.4) holds 12 GPUs of priority-1 runs;
+    its 32-GPU gang would take it 5.6 GPUs beyond its allocation, so no hosts are held back
+    for it: explain says so with the figure before the round and after it (as `alloc solve`'s
+    "held"), and names the runs, largest first."""
     from alloc.explain import explain
 
     def run(id, gpus, host, started):
@@ -262,9 +264,12 @@ def test_explain_names_the_runs_of_its_own_node_that_keep_a_gang_beyond_what_it_
     plan = solve_checked(snap, "greedy")
     text = " ".join(" ".join(explain(snap, plan, "big-gang").lines()).split())
     assert (
-        "big is owed 38 GPUs (its effective allocation x the 64 ready GPUs): with its 32 it is "
-        "within that only while big holds at most 6 other allocated GPUs; it holds 12: "
-        "big-run1 (8 GPUs, priority 1), big-run2 (4 GPUs, priority 1)"
+        "big's allocation alone is 38.4 GPUs (its effective allocation x the 64 ready GPUs) and "
+        "its running work held 12 allocated GPUs before this round: with its 32 it would be "
+        "5.6 GPUs beyond its allocation, so hosts held for it could idle in vain (time slicing "
+        "across the window does not pay for them: models/round.md 2.5); after this round's "
+        "plan big holds 12 allocated GPUs: big-run1 (8 GPUs, priority 1), big-run2 (4 GPUs, "
+        "priority 1)"
     ) in text
 
 
@@ -342,7 +347,8 @@ def test_explain_tells_a_second_gang_of_the_node_that_the_first_goes_first():
         return " ".join(" ".join(explain(snap, plan, wid).lines()).split())
 
     assert "a-gang of the same node goes first (one reservation per node" in said("a-gang2")
-    assert "it asks for more than all a is owed (32 GPUs" in said("a-huge")
+    assert "a's allocation alone is 32 GPUs" in said("a-huge")
+    assert "a's allocation alone" not in said("a-gang2")
 
 
 def test_gpus_reserved_for_a_gang_are_not_gpus_other_waiting_allocated_work_could_use(solver):

@@ -152,8 +152,11 @@ def validate(
 @app.command(cls=Command)
 def explain(
     instance: Annotated[
-        str, typer.Argument(help="Instance YAML (or, with --config, the workload id).")
-    ],
+        str | None,
+        typer.Argument(
+            help="Instance YAML (or, with --config, the workload id).", show_default=False
+        ),
+    ] = None,
     workload: Annotated[str | None, typer.Argument(help="Workload id.")] = None,
     plan: Annotated[
         Path | None, typer.Option(metavar="FILE", help="Explain this plan instead of solving.")
@@ -177,6 +180,12 @@ def explain(
     def act() -> None:
         check_solver(solver)
         if config is not None:
+            if instance is None:  # the one argument is the workload id
+                raise InputError(
+                    "alloc explain",
+                    "WORKLOAD",
+                    "give the workload id: alloc explain --config FILE WORKLOAD",
+                )
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
             from alloc.cli.live_cmd import live
@@ -184,8 +193,14 @@ def explain(
             snapshot, source = live(config), f"the cluster of {config}"
             wanted = instance
         else:
-            if workload is None:
-                raise InputError("", "", "give INSTANCE WORKLOAD (or --config FILE WORKLOAD)")
+            if instance is None or workload is None:
+                raise InputError(
+                    "",
+                    "",
+                    f"give {'the workload id' if instance else 'the instance and the workload id'}:"
+                    " alloc explain INSTANCE WORKLOAD (or, live, alloc explain --config FILE "
+                    "WORKLOAD)",
+                )
             snapshot, source, wanted = load_instance(instance), instance, workload
         if wanted not in snapshot.by_id:
             raise InputError(source, "workloads", f"no workload with id {wanted!r}")

@@ -1,10 +1,9 @@
 """The "What would have to change" of `alloc explain`, for waiting work: only changes whose
-condition does not already hold (room that frees, and when; a reservation; its own node's
-runs; fewer GPUs, topology any or hosts back for work the ready cluster cannot hold)."""
+condition does not already hold (room that frees, and when; a reservation; room in the
+entitlement of the node in its way; for unallocated work, GPUs no allocated work wants; fewer
+GPUs, topology any or hosts back for work the ready cluster cannot hold)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from alloc.domain import (
     WorkloadId,
     path_prefixes,
 )
+from alloc.explain.entitled import shortfall_changes
 from alloc.explain.facts import held_by_node
 from alloc.explain.room import down_hosts, earliest, fits, free_after, largest
 from alloc.io.durations import format_time
@@ -40,7 +40,6 @@ def change_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) ->
         return held
     # Work that never fits (even the empty ready cluster) has room held for it by nobody and
     # no share that would help: only the request or the cluster can change (below).
-    own = _own_node_in_the_way(ctx, plan, wid) if wid in ctx.placeable else []
     if (
         not shape.single
         and wid in ctx.placeable
@@ -49,14 +48,13 @@ def change_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) ->
     ):
         why: dict[WorkloadId, str] = {}
         reservations(ctx.snapshot, ctx.standings, hosts, why)
-        if wid in why and not (own and w.budget and why[wid].startswith(f"{w.budget} is owed")):
+        if wid in why:
             held.append(f"no hosts are held back for it (models/round.md 8): {why[wid]}")
-        elif wid in why:  # the same numbers as the line below: say it once
-            held.append(
-                "no hosts are held back for it (models/round.md 8): they could idle in vain "
-                "while its node is beyond what it is owed"
-            )
-    held += own
+            node = why[wid].split("'s allocation alone", 1)[0]
+            if node != why[wid] and w.budget and node in path_prefixes(w.budget):
+                held[-1] += _held_after(ctx, plan, node)
+    if wid in ctx.share.shortfalls:
+        held += shortfall_changes(ctx, wid)
     if d.reason is Reason.GPU_TYPE:  # no host of that type at all, ready or not
         return [f"a host with GPU type {w.gpu_type} (types here: {', '.join(hosts.types)})"]
     typed = shape.types[hosts.type_of]
@@ -87,24 +85,10 @@ def change_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) ->
             out.append(
                 f"{counted(need, 'whole free host')} {scope}; the best it has now is {count(best)}"
             )
-        when = earliest(ctx, plan, wid)
-        if when is not None and when > ctx.snapshot.now:  # (not a time that has come)
-            out.append(
-                f"room of that shape frees at the earliest at {format_time(when)}, when the "
-                "protection of the work there ends (work still entitled then keeps running)"
-            )
-        elif when is None:
-            out.append(
-                "every place of that shape is held, at least in part, by work past its "
-                "protection that ranks ahead of it this round: it starts when such work ends, "
-                "or when its own node moves ahead in the fair-share order"
-            )
-    beyond = _beyond_entitlement(ctx, plan, w)
-    if d.reason is Reason.OVER_ALLOCATION and beyond:
-        out.append(
-            f"or {beyond} drops back within its entitlement: its ratio must fall below "
-            "those of the nodes ahead of it (their work is entitled first)"
-        )
+        if d.occupancy is Occupancy.UNALLOCATED:
+            out += _unallocated_room(ctx, w)
+        else:
+            out += _when_room_frees(ctx, plan, wid)
     if d.reason is Reason.TOPOLOGY and shape.block and fits(ctx, shape, free, block=False):
         out.append("or the workload accepts topology any (it fits across blocks now)")
     return held + out
@@ -141,58 +125,69 @@ def _never_fits(
     return out
 
 
-def _beyond_entitlement(ctx: RoundContext, plan: Plan, w: Workload) -> str:
-    """The deepest node on the workload's budget path that, with the workload, would hold more
-    allocated GPUs than it is entitled to this round ("" when none would)."""
-    if not w.budget:
-        return ""
-    entitlement = ctx.share.entitlement_gpus
-    beyond = ""
-    for p in path_prefixes(w.budget):  # type: ignore[arg-type]
-        if held_by_node(plan, ctx.snapshot, p) + w.gpus > entitlement.get(p, 0):
-            beyond = p
-    return beyond
+def _when_room_frees(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
+    """For allocated work: when protection ends on enough hosts of its shape, if it ever does
+    (nothing when that time has come)."""
+    when = earliest(ctx, plan, wid)
+    if when is None:
+        return [
+            "every place of that shape is held, at least in part, by work past its "
+            "protection that ranks ahead of it this round: it starts when such work ends, "
+            "or when its own node moves ahead in the fair-share order"
+        ]
+    if when > ctx.snapshot.now:  # (not a time that has come)
+        return [
+            f"room of that shape frees at the earliest at {format_time(when)}, when the "
+            "protection of the work there ends (work still entitled then keeps running)"
+        ]
+    return []
 
 
-def _own_node_in_the_way(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
-    """When the workload and what its own node holds exceed what the node is owed, the node's
-    own running work is what keeps it waiting: say how much of it, and which."""
+def _unallocated_room(ctx: RoundContext, w: Workload) -> list[str]:
+    """For unallocated work (minimum runtime 0, or unfunded): what frees room for it. It
+    displaces no allocated work, protected or not, and has no place in the fair-share order,
+    so neither the end of a protection nor its node's ratio helps it."""
+    out = [
+        "GPUs of that shape that no allocated work wants: allocated work keeps its GPUs "
+        "against unallocated work (past its protection too), so room frees only when work "
+        "there ends and no waiting allocated work takes it"
+    ]
+    if ctx.standings[w.id].funded:
+        out.append(
+            f"or it declares a minimum runtime above 0: it then runs as allocated work of "
+            f"{w.budget}, charged to {w.budget} and protected for that runtime, and waiting "
+            "allocated work displaces unallocated work"
+        )
+    else:
+        out.append(
+            "or it names a budget node with a share and a minimum runtime above 0: it then "
+            "runs as allocated work of that node, charged to it and protected for that runtime, "
+            "and waiting allocated work displaces unallocated work"
+        )
+    return out
+
+
+def _held_after(ctx: RoundContext, plan: Plan, node: str) -> str:
+    """`; after this round's plan a holds 12 allocated GPUs: a-1 (8 GPUs, priority 1), ...`:
+    the figure of `alloc solve`'s "held" column, and the work that holds it, largest first."""
     snapshot = ctx.snapshot
-    w = snapshot.by_id[wid]
-    if not w.budget or plan.decision(wid).occupancy is not Occupancy.ALLOCATED:
-        return []
-    ready = int(ctx.hosts.cap[ctx.hosts.ready].sum())
-    # Whole GPUs, tolerant of float error (0.3 x 0.75 x 120 is 26.999...: owed 27).
-    owed = math.floor(snapshot.budgets.effective_allocation(w.budget) * ready + 1e-9)
-    held = held_by_node(plan, snapshot, w.budget)
-    if w.gpus + held <= owed:
-        return []
     mine = sorted(
         (
             (d.gpus_held, snapshot.by_id[d.workload])
             for d in plan.decisions
             if d.occupancy is Occupancy.ALLOCATED
             and d.action.holds_gpus
-            and snapshot.by_id[d.workload].budget == w.budget
+            and (b := snapshot.by_id[d.workload].budget)
+            and (b == node or b.startswith(node + "/"))
         ),
         key=lambda gw: (-gw[0], gw[1].id),
     )
     shown = ", ".join(f"{o.id} ({counted(g, 'GPU')}, priority {o.priority})" for g, o in mine[:5])
     more = f" and {count(len(mine) - 5)} more" if len(mine) > 5 else ""
-    if w.gpus > owed:
-        first = (
-            f"it asks for more than all {w.budget} is owed ({counted(owed, 'GPU')}: its "
-            f"effective allocation x the {counted(ready, 'ready GPU')}): it is entitled only "
-            f"when {w.budget} holds "
-            "nothing else and is behind over the window (models/round.md 2.3)"
-        )
-    else:
-        first = (
-            f"{w.budget} is owed {counted(owed, 'GPU')} (its effective allocation x the "
-            f"{counted(ready, 'ready GPU')}): with its {count(w.gpus)} it is within that only "
-            f"while {w.budget} holds at most {counted(owed - w.gpus, 'other allocated GPU')}"
-        )
-    return [f"{first}; it holds {count(held)}" + (f": {shown}{more}" if shown else "")]
+    total = held_by_node(plan, snapshot, node)
+    return f"; after this round's plan {node} holds {counted(total, 'allocated GPU')}" + (
+        f": {shown}{more}" if shown else ""
+    )
 
 
 def _reservation_lines(plan: Plan, wid: WorkloadId) -> list[str]:

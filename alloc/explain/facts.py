@@ -17,7 +17,7 @@ from alloc.domain import (
 )
 from alloc.io.durations import format_time
 from alloc.policy.contract import unfunded_because
-from alloc.readable import count, counted, duration, number
+from alloc.readable import count, counted, duration, gpus, number
 from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext
 
@@ -48,12 +48,26 @@ REASON_TEXT = {
 }
 
 
+# Work beyond its node's entitlement that starts or keeps running: why it may (SPEC, reason
+# `over_allocation`: "on capacity no entitled work can use"), and that it is allocated work
+# all the same (SPEC 3: charged to its budget, protected for its minimum runtime).
+HOLDING_TEXT = {
+    (Action.START, Reason.OVER_ALLOCATION): "its budget node is beyond its entitlement for "
+    "this round, and it may start all the same because no entitled waiting work can use these "
+    "GPUs; it runs as allocated work: charged to its budget and protected for its minimum "
+    "runtime, after which entitled work that needs the GPUs rebalances it",
+    (Action.KEEP, Reason.OVER_ALLOCATION): "its budget node is beyond its entitlement for this "
+    "round, and it keeps running because no entitled waiting work can use its GPUs; entitled "
+    "work that needs them rebalances it",
+}
+
+
 def headline(plan: Plan, wid: WorkloadId, snapshot: Snapshot | None = None) -> str:
     """`a-gang: wait (no_room): no place fits it this round.` Unfunded work says why it is
     (with the snapshot): it names no budget, or which node on its path has a share of 0%."""
     d = plan.decision(wid)
     where = f" on {_hosts(d)}" if d.action.holds_gpus else ""
-    text = REASON_TEXT[d.reason]
+    text = HOLDING_TEXT.get((d.action, d.reason), REASON_TEXT[d.reason])
     if d.reason is Reason.UNFUNDED and snapshot is not None:
         why = unfunded_because(snapshot.budgets, snapshot.by_id[wid])
         if why is not None:
@@ -102,10 +116,15 @@ def budget_path(ctx: RoundContext, budget: str) -> list[str]:
     and its entitlement this round."""
     tree = ctx.snapshot.budgets
     share = ctx.share
+    ready = ctx.snapshot.cluster.ready_gpus
     lines = [
         f"window capacity {number(share.capacity_gpu_hours, 0)} GPU-h over "
         f"{duration(ctx.snapshot.policy.lookback_s)}; ratio = usage / "
-        "(effective allocation x capacity); lower goes first, level by level"
+        "(effective allocation x capacity); lower goes first, level by level",
+        "entitled: the GPUs its work may hold this round: its allocation alone (effective "
+        f"allocation x the {counted(ready, 'ready GPU')}), plus what other nodes leave unused, "
+        "less what protected work elsewhere holds beyond its own, at most what its work that "
+        "can start asks for (models/round.md 2.3)",
     ]
     for p in path_prefixes(budget):  # type: ignore[arg-type]
         parent = p.rsplit("/", 1)[0] if "/" in p else ""
@@ -122,10 +141,10 @@ def budget_path(ctx: RoundContext, budget: str) -> list[str]:
             f"GPU-h, ratio {ratio(share.ratios[p])}, {count(rank)} of {count(len(siblings))} "
             "among its siblings" + (f" ({others})" if others else "")
         )
-        alone = tree.effective_allocation(p) * ctx.snapshot.cluster.ready_gpus
+        alone = tree.effective_allocation(p) * ready
         lines.append(
             f"  entitled to {counted(share.entitlement_gpus.get(p, 0), 'GPU')} this round "
-            f"(its allocation alone: {number(alone, 0)})"
+            f"(its allocation alone: {gpus(alone)})"
         )
     return lines
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from alloc.domain import Action, Decision, Occupancy, Plan, Reason, Snapshot, WorkloadId
+from alloc.explain.entitled import order_line
 from alloc.explain.facts import held_by_node
 from alloc.explain.room import down_hosts, free_after, holders, release_s
 from alloc.io.durations import format_time
 from alloc.policy.contract import runtime_delta
-from alloc.policy.weights import Tier
 from alloc.readable import count, counted, duration, number
 from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext
@@ -32,14 +32,7 @@ def why_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> li
     if d.reason is Reason.RESERVED:
         out += _reserved_why(ctx, plan, wid)
     if wid in ctx.share.rank:
-        rank = ctx.share.rank[wid]
-        tier = ctx.tier(wid)
-        out.append(
-            f"fair-share order: {count(rank + 1)} of "
-            f"{counted(len(ctx.share.order), 'allocated candidate')}; "
-            f"{'inside' if tier is Tier.ENTITLED else 'beyond'} the ready capacity "
-            f"({'entitled' if tier is Tier.ENTITLED else 'not entitled'} this round)"
-        )
+        out.append(order_line(ctx, wid))
         at = ctx.share.grant_ratios.get(wid)
         if at:
             out.append(

@@ -13,8 +13,39 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from alloc.domain import ROOT_PATH, BudgetPath, BudgetTree
+from alloc.domain import ROOT_PATH, BudgetPath, BudgetTree, WorkloadId
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    """Why a candidate of the fair-share order is not entitled, as things stood at its turn
+    (2.3). `exceeded`: each node on its path whose entitlement it would exceed, top down, with
+    the GPUs protected work and the grants ranked ahead of it counted against the node then and
+    the node's entitlement then (a leaf behind its share that holds nothing is not among them:
+    2.3's exception). `committed_gpus`: the ready GPUs those held by then (beyond the ready
+    capacity when they and its own exceed it). `gang`: backfill past its minimum runtime,
+    over its entitlement while that gang waits (8.5)."""
+
+    exceeded: tuple[tuple[BudgetPath, float, float], ...]
+    committed_gpus: float
+    gang: WorkloadId | None = None
+
+
+def shortfall(
+    gpus: int,
+    path: tuple[BudgetPath, ...],
+    behind: bool,
+    counted: Mapping[BudgetPath, float],
+    entitled_gpus: Mapping[BudgetPath, float],
+    committed: float,
+) -> Shortfall:
+    """What stands in the way of a candidate of `gpus` that is not entitled at its turn: the
+    nodes on its `path` it would exceed (not its leaf when `behind`: 2.3's exception), and the
+    ready GPUs already `committed`."""
+    limits = [(p, counted[p], entitled_gpus.get(p, 0.0)) for p in (path[:-1] if behind else path)]
+    return Shortfall(tuple(n for n in limits if n[1] + gpus > n[2] + 1e-9), committed)
 
 
 def split(

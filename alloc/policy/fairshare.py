@@ -34,7 +34,7 @@ from alloc.domain import (
     path_prefixes,
 )
 from alloc.policy.contract import Standing, is_funded
-from alloc.policy.entitlement import entitlements
+from alloc.policy.entitlement import Shortfall, entitlements, shortfall
 from alloc.policy.timeslice import TimeSlicing
 
 
@@ -82,6 +82,8 @@ class FairShare:
     time_sliced: Mapping[WorkloadId, tuple[float, float]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    # The candidates that are not entitled, and what stood in the way at their turn (2.3)
+    shortfalls: Mapping[WorkloadId, Shortfall] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def window_ratios(snapshot: Snapshot) -> tuple[dict[BudgetPath, float], dict[BudgetPath, float]]:
@@ -208,24 +210,29 @@ def fair_share(
     slicing = TimeSlicing(snapshot, usage)
     passed_over: set[BudgetPath] = set()  # leaves with a candidate left beyond entitlement
     sliced_by: dict[WorkloadId, tuple[float, float]] = {}
+    short: dict[WorkloadId, Shortfall] = {}
     for w, at_grant in projected.order():
         order.append(w.id)
         grant_ratios[w.id] = at_grant
         assert w.budget
         leaf = w.budget
-        if committed + w.gpus > ready_gpus:
-            continue  # entitled work never exceeds the ready capacity
-        if w.backfill_for and yields_to_gang(by_id, w):
-            continue  # backfill past its minimum runtime: over, while its gang waits (8.5)
         path = path_prefixes(leaf)
-        within = counted[leaf] + w.gpus <= entitled_gpus.get(leaf, 0.0) + 1e-9
         # A workload larger than all its node is owed would never be entitled: it is when its
         # node holds nothing else and is behind over the window (time slicing of gangs larger
         # than a team's share), within what the nodes above it are entitled to.
         behind = held[leaf] == 0 and ratios[leaf] < 1.0
+        if committed + w.gpus > ready_gpus:  # entitled work never exceeds the ready capacity
+            short[w.id] = shortfall(w.gpus, path, behind, counted, entitled_gpus, committed)
+            continue
+        gang = waiting_gang(by_id, w) if w.backfill_for else None
+        if gang is not None:  # backfill past its minimum runtime: over while its gang waits
+            short[w.id] = Shortfall((), committed, gang=gang)  # (8.5)
+            continue
+        within = counted[leaf] + w.gpus <= entitled_gpus.get(leaf, 0.0) + 1e-9
         above = all(counted[p] + w.gpus <= entitled_gpus.get(p, 0.0) + 1e-9 for p in path[:-1])
         sliced = False
         if not ((within or behind) and above):
+            short[w.id] = shortfall(w.gpus, path, behind, counted, entitled_gpus, committed)
             # Time slicing across the window (2.5, TS3): the leaf's first candidate beyond
             # entitlement, paid for by the leaf's deficit and the others' surplus.
             if leaf in passed_over:
@@ -240,6 +247,7 @@ def fair_share(
             if lowered is None or not slicing.affords(leaf, excess, paid):
                 continue
             slicing.take(leaf, excess, paid)
+            del short[w.id]
             sliced_by[w.id] = (excess, slicing.cost(excess, paid))
             sliced = True
             for p, give in lowered.items():
@@ -285,18 +293,19 @@ def fair_share(
         unallocated_order=tuple(w.id for w in unallocated),
         demand_gpus=MappingProxyType(demand),
         time_sliced=MappingProxyType(sliced_by),
+        shortfalls=MappingProxyType(short),
     )
 
 
-def yields_to_gang(by_id: Mapping[WorkloadId, Workload], w: Workload) -> bool:
+def waiting_gang(by_id: Mapping[WorkloadId, Workload], w: Workload) -> WorkloadId | None:
     """Running `w` started as backfill on hosts reserved for a gang that still waits
     (models/round.md 8.5): past its minimum runtime it is over its entitlement, so that the
-    gang, entitled, displaces it."""
+    gang, entitled, displaces it. The first such gang (None: none waits)."""
     for gang in w.backfill_for:
         g = by_id.get(gang)
         if g is not None and not g.running:
-            return True
-    return False
+            return gang
+    return None
 
 
 def _path_ratios(ratios: Mapping[BudgetPath, float], w: Workload) -> tuple[float, ...]:

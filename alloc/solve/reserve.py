@@ -53,7 +53,7 @@ from alloc.domain import (
 from alloc.policy.contract import Standing, runtime_delta
 from alloc.policy.fairshare import window_ratios
 from alloc.policy.timeslice import TimeSlicing
-from alloc.readable import count, counted
+from alloc.readable import count, counted, gpus
 from alloc.solve.placement import place
 from alloc.solve.problem import HostArrays, Shape, shape_of
 
@@ -251,13 +251,14 @@ def _candidates(
         # float error: 26.999... is 27; beyond: time slicing may entitle it (2.5, TS3)
         if excess > 1e-9 and not slicing.affords(w.budget, excess, w.min_runtime_s):
             if why_not is not None:
-                owed = snapshot.budgets.effective_allocation(node) * ready_gpus
+                alone = snapshot.budgets.effective_allocation(node) * ready_gpus
                 why_not[w.id] = (
-                    f"{node} is owed {counted(round(owed), 'GPU')} (its effective allocation x "
-                    f"the ready GPUs) and holds {counted(running[node], 'allocated GPU')}: with "
-                    f"its {count(w.gpus)} it would be beyond what it is owed, so hosts held for "
-                    f"it could idle in vain (time slicing does not pay for the "
-                    f"{counted(round(excess), 'GPU')} beyond: models/round.md 2.5)"
+                    f"{node}'s allocation alone is {gpus(alone)} (its effective allocation x "
+                    f"the {counted(ready_gpus, 'ready GPU')}) and its running work held "
+                    f"{counted(running[node], 'allocated GPU')} before this round: with its "
+                    f"{count(w.gpus)} it would be {gpus(excess)} beyond its allocation, so "
+                    "hosts held for it could idle in vain (time slicing across the window does "
+                    "not pay for them: models/round.md 2.5)"
                 )
             continue
         gangs.append(s)
