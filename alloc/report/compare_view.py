@@ -22,6 +22,7 @@ from alloc.report.fmt import (
     signed_duration,
     stopped_after,
     table,
+    worst_team,
 )
 from alloc.report.plots import WAIT_TICKS, plain_text, save
 
@@ -182,10 +183,11 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
             value = c.overall(i)[key]
             delta = None if c.is_baseline(i) else c.overall_delta(i)[key]
             cell = _with_delta(key, value, delta, better, 1e-6 if "occ" in key else 0.0)
-            worst = (c.runs[i].metrics.get(WORST[key][0]) or {}) if key in WORST else {}
-            if worst.get("budget"):
-                # The worst team may differ between runs: name it.
-                named = f"{e(worst['budget'])}: "
+            hourly = key in WORST and WORST[key][0] == "worst_team_hourly"
+            worst = worst_team(c.runs[i].metrics, hourly) if key in WORST else ("-", None)
+            if worst[1] is not None:
+                # The worst team may differ between runs: name it (or say none is below 100%).
+                named = f"{e(worst[0])}: "
                 cell = (cell[0], named + cell[1]) if isinstance(cell, tuple) else named + cell
             cells.append(cell)
         overall_rows.append(cells)
