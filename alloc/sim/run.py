@@ -162,15 +162,20 @@ def run(
     progress: OnProgress | None = None,
     inputs: Inputs | None = None,
     stop: Callable[[], bool] | None = None,
+    writing: OnProgress | None = None,
 ) -> dict[str, Any]:
     """Load (unless `inputs`: `load_inputs(spec)` already read), simulate, write the
     timelines, metrics.json, the lab it ran, the plots and report.html. When `stop()` says so
     the simulation ends early and what it covered is written as a partial run; raises
-    NothingSimulated, writing nothing, if that was before any simulated time passed."""
+    NothingSimulated, writing nothing, if that was before any simulated time passed.
+    `writing` is told, once, when the simulation is over and the files are being written:
+    the simulated time it reached, its full rounds and event passes."""
     lab, jobs = inputs if inputs is not None else load_inputs(spec)
     result = simulate(spec, lab, jobs, progress, stop)
     if result.partial and result.horizon_s <= 0:
         raise NothingSimulated(spec.label)
+    if writing is not None:
+        writing(result.horizon_s, result.rounds, result.passes)
     out = Path(spec.out)
     extra = {"label": spec.label, "trace": spec.trace or "synthetic", **spec.extra}
     if spec.credit:
