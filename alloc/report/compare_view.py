@@ -24,7 +24,7 @@ from alloc.report.fmt import (
     table,
     worst_team,
 )
-from alloc.report.plots import WAIT_TICKS, plain_text, save
+from alloc.report.plots import BARS, WAIT_TICKS, plain_text, save
 
 
 def write_png(path: Path, c: Comparison) -> Path:
@@ -34,22 +34,37 @@ def write_png(path: Path, c: Comparison) -> Path:
         return _draw(path, c)
 
 
+def _shown_teams(c: Comparison) -> list[str]:
+    """The teams of the top plot: all, or for a large tree the `BARS` with the lowest
+    delivered / owed in any run (in the comparison's order)."""
+    if len(c.teams) <= BARS:
+        return c.teams
+
+    def lowest(team: str) -> float:
+        ratios = [(c.team(team, i) or {}).get("delivered_over_owed") for i in range(len(c.runs))]
+        return min((r for r in ratios if r is not None), default=2.0)
+
+    chosen = set(sorted(c.teams, key=lambda t: (lowest(t), t))[:BARS])
+    return [t for t in c.teams if t in chosen]
+
+
 def _draw(path: Path, c: Comparison) -> Path:
-    n_runs, n_teams = len(c.runs), max(1, len(c.teams))
+    teams = _shown_teams(c)
+    n_runs, n_teams = len(c.runs), max(1, len(teams))
     top_h = max(2.5, n_teams * (0.2 + 0.16 * n_runs))
     fig = Figure(figsize=(11, top_h + 3.6), layout="constrained")
     top, bottom = fig.subplots(2, 1, height_ratios=(top_h, 3.2))
     width = 0.8 / n_runs
-    if c.teams:
+    if teams:
         for i, label in enumerate(c.labels):
-            ys = [t - 0.4 + width * (i + 0.5) for t in range(len(c.teams))]
-            ratios = [(c.team(team, i) or {}).get("delivered_over_owed") for team in c.teams]
+            ys = [t - 0.4 + width * (i + 0.5) for t in range(len(teams))]
+            ratios = [(c.team(team, i) or {}).get("delivered_over_owed") for team in teams]
             xs = [100 * (r or 0.0) for r in ratios]
             top.barh(ys, xs, height=width * 0.92, color=f"C{i % 10}", label=label)
-            for y, r, team in zip(ys, ratios, c.teams, strict=True):
+            for y, r, team in zip(ys, ratios, teams, strict=True):
                 if r is None and c.team(team, i) is not None:  # not 0%: nothing was owed
                     top.text(1, y, "owed nothing", va="center", fontsize=7, color="#4a5568")
-        top.set_yticks(range(len(c.teams)), c.teams, fontsize=9)
+        top.set_yticks(range(len(teams)), teams, fontsize=9)
         top.invert_yaxis()
         top.axvline(100, color="#1a202c", linestyle="--", linewidth=1.1)
         top.set_xlabel("delivered / owed (%)")
@@ -58,7 +73,11 @@ def _draw(path: Path, c: Comparison) -> Path:
     else:
         top.text(0.5, 0.5, "no funded teams", ha="center", va="center", transform=top.transAxes)
         top.set_axis_off()
-    top.set_title("Delivered / owed per team and run")
+    shown = len(teams) < len(c.teams)
+    top.set_title(
+        "Delivered / owed per team and run"
+        + (f": the {len(teams)} teams lowest in any run, of {len(c.teams):,}" if shown else "")
+    )
 
     classes = [cls for cls in CLASSES if any(_count(c, i, cls) for i in range(n_runs))]
     highest = 1.0
