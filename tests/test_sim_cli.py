@@ -329,6 +329,19 @@ def test_a_lab_workload_without_its_runtime_cannot_be_simulated(tmp_path):
     out = tmp_path / "out"
     result = run("simulate", lab, "--trace", trace, "--policy", "greedy", "--out", out)
     assert_bad_input(result, out, "lab.yaml", "workloads[0].runtime")
+    assert (
+        "workload 'w1' is queued but states no runtime: the simulation needs the work it has "
+        "to do (e.g. runtime: 2h)"
+    ) in " ".join(result.stderr.split())
+    queued = "submitted: 2026-11-30T11:00:00Z}"
+    running = queued[:-1] + ", started: 2026-11-30T11:30:00Z, hosts: {h1: 8}}"
+    lab.write_text(lab.read_text(encoding="utf-8").replace(queued, running), encoding="utf-8")
+    result = run("simulate", lab, "--trace", trace, "--policy", "greedy", "--out", out)
+    assert_bad_input(result, out, "workloads[0].runtime")
+    assert (
+        "workload 'w1' is running but states no runtime: the simulation needs the work it "
+        "still has to do (e.g. runtime: 2h)"
+    ) in " ".join(result.stderr.split())
 
 
 # bad input: exit 2, file, line and field named, nothing written

@@ -72,8 +72,9 @@ def load_inputs(spec: RunSpec) -> Inputs:
             raise InputError(
                 spec.lab_file,
                 f"workloads[{i}].runtime",
-                f"workload {w.id!r}: a workload the simulation starts from states the work it "
-                "still needs (runtime: 2h)",
+                f"workload {w.id!r} is {'running' if w.started else 'queued'} but states no "
+                f"runtime: the simulation needs the work it {'still has' if w.started else 'has'}"
+                " to do (e.g. runtime: 2h)",
                 line_of(lines, ("workloads", i)),
             )
     if spec.trace is None:
