@@ -465,6 +465,24 @@ def test_a_bad_host_events_file_is_bad_input(files, tmp_path):
     assert_bad_input(result, out, f"{events}:2", "host", "h9")
 
 
+@pytest.mark.parametrize(
+    ("command", "earlier"), [("simulate", "metrics.json"), ("whatif", "comparison.csv")]
+)
+def test_a_bad_host_events_file_is_found_before_an_earlier_run_is_said_to_be_replaced(
+    files, tmp_path, command, earlier
+):
+    # A new user saw "replacing metrics.json, ... in bt" and only then the error about an
+    # unknown host (nothing was replaced).
+    events = write(tmp_path, "hosts.csv", "time,host,state\n600,h9,unhealthy\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / earlier).write_text("an earlier run's\n", encoding="utf-8")
+    result = on_trace(command, files, out, "--host-events", events)
+    assert result.exit_code == 2, result.stderr
+    assert "replacing" not in result.stderr and "unknown host 'h9'" in result.stderr
+    assert (out / earlier).read_text(encoding="utf-8") == "an earlier run's\n"
+
+
 def test_a_bad_lab_is_bad_input(files, tmp_path):
     lab = write(
         tmp_path,

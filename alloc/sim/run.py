@@ -64,8 +64,11 @@ class NothingSimulated(Exception):
 
 
 def load_inputs(spec: RunSpec) -> Inputs:
-    """The lab and its trace, checked (bad input raises InputError naming file, line, field)."""
+    """The lab and its trace, checked, and the host events file if any (bad input raises
+    InputError naming file, line, field), before a command says what it will replace."""
     lab = parse_instance(spec.lab_yaml, spec.lab_file)
+    if spec.host_events:
+        read_host_events(spec.host_events, {str(h.name) for h in lab.cluster.hosts})
     for i, w in enumerate(lab.workloads):
         if w.runtime_s is None:
             _, lines = read_yaml(spec.lab_yaml, spec.lab_file)
