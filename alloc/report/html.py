@@ -229,16 +229,21 @@ def _events(run: Run) -> str:
         ["drains completed", count_of(m.get("drains_completed"))],
         ["drain duration p50", "-" if drain_p50 is None else hours(fnum(drain_p50))],
         ["invariant violations", count_of(m.get("invariant_violations"))],
+        # The terminal summary's words (alloc.cli.render.print_summary).
         [
-            "rounds (skipped as quiet)",
+            "full rounds (skipped as quiet)",
             f"{count_of(m.get('rounds'))} ({count_of(m.get('skipped_rounds', 0))})",
         ],
         [
-            "rounds by status",
+            "event passes (skipped as quiet)",
+            f"{count_of(m.get('event_passes', 0))} ({count_of(m.get('skipped_passes', 0))})",
+        ],
+        [
+            "full rounds and event passes by status",
             e(", ".join(f"{k} {count(v)}" for k, v in sorted(statuses.items()))) or "-",
         ],
         [
-            "round time p50 / max",
+            "time of a full round or event pass, p50 / max",
             f"{nearest_rank(solve, 0.5):.3f} s / {solve[-1]:.3f} s" if solve else "-",
         ],
         ["wall seconds", number(_val(m, "wall_seconds"), 1)],
