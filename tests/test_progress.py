@@ -358,3 +358,20 @@ def test_whatif_prints_a_row_per_run_and_the_teams_only_when_asked(tmp_path):
     rows = table[: next(i for i, line in enumerate(table) if line.startswith("delivered, owed"))]
     assert len(rows) >= 1 + 2 + 2 * 3 and all(len(line) <= 80 for line in rows), rows
     assert "done: base/greedy" in plain.stderr  # the runs' ends go with the progress
+
+
+def test_the_readmes_progress_and_ctrl_c_lines_are_what_the_tool_prints():
+    # The README showed "14.0 h of 1.0 d" long after the tool printed "14 h of 1 d".
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("#### Progress and Ctrl-C")[1].split("\n####")[0]
+    blocks = re.findall(r"```console\n(.*?)```", section, flags=re.S)
+    lines = [line for block in blocks for line in block.splitlines()]
+    progress = [line for line in lines if line.startswith("progress ")]
+    assert len(progress) >= 4
+    assert all(LINE.match(line) or WRITING.match(line) for line in progress), progress
+    (interrupted,) = [line for line in lines if line.startswith("interrupted")]
+    assert re.fullmatch(
+        rf"interrupted \(Ctrl-C\): stopped after {DURATION} of {DURATION} simulated \(\d+%\); "
+        r"the partial results are in \S+",
+        interrupted,
+    )
