@@ -3,7 +3,12 @@
 Builds a cluster of blocks of hosts, a budget tree with a given number of nodes per level,
 usage over the window spread around each leaf's allocation, running work (some protected,
 some past its minimum runtime, some unallocated) packed onto the hosts, and a queue that
-brings total demand to a multiple of the cluster.
+brings total demand to a multiple of the cluster. Every workload states its `runtime`, the
+work it still has to do (what `alloc simulate` needs; a round ignores it), drawn log-uniform
+as the synthetic trace's are (`alloc.sim.synthetic`): 5-40 minutes for debug work, 12-48
+hours for 64 GPUs or more, 1-24 hours otherwise; from a random stream of its own, so that
+the rest of an instance is what it was before runtimes were written (benchmarks/ reads
+generated instances).
 """
 
 from __future__ import annotations
@@ -111,6 +116,8 @@ def generate(spec: GeneratorSpec, policy: Policy | None = None) -> Snapshot:
         w = _workload(spec, rng, len(workloads), leaves, weights, sizes, policy)
         workloads.append(w)
         total += w.gpus
+    work = random.Random(f"generate-runtime:{spec.seed}")
+    workloads = [_replace(w, runtime_s=_runtime_s(work, w)) for w in workloads]
     return Snapshot(
         now=spec.now,
         policy=policy,
@@ -217,6 +224,15 @@ def _workload(
         priority=rng.choice((0, 0, 0, 0, 1, 2)),
         topology=topology,
     )
+
+
+def _runtime_s(rng: random.Random, w: Workload) -> float:
+    """The work a workload still has to do: log-uniform over its kind's range (as
+    `alloc.sim.synthetic` draws them), in whole minutes for debug work, else whole hours."""
+    debug = w.gpus <= 8 and 0 < w.min_runtime_s <= 15 * 60
+    lo, hi = (5 / 60, 40 / 60) if debug else (12.0, 48.0) if w.gpus >= 64 else (1.0, 24.0)
+    hours = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+    return round(hours * 60) * 60.0 if debug else max(1, round(hours)) * 3600.0
 
 
 def _started(spec: GeneratorSpec, rng: random.Random, w: Workload) -> datetime:

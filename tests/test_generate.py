@@ -85,3 +85,34 @@ def test_a_tree_larger_than_a_lab_is_refused_at_once_and_nothing_written(
     assert f"{field}:" in result.stderr
     assert f"more than {MAX_NODES:,} budget nodes" in result.stderr
     assert not out.exists()
+
+
+def test_a_generated_instance_can_be_simulated(tmp_path: Path):
+    # A new user's `alloc generate --hosts 16 -o lab16.yaml && alloc simulate lab16.yaml
+    # --synthetic` failed: the generated workloads stated no runtime.
+    lab = tmp_path / "lab16.yaml"
+    made = CliRunner().invoke(app, ["generate", "--hosts", "16", "-o", str(lab)])
+    assert made.exit_code == 0, made.output
+    snapshot = load_instance(lab)
+    running = [w for w in snapshot.workloads if w.started is not None]
+    assert running and len(running) < len(snapshot.workloads)  # queued work too
+    assert all(w.runtime_s is not None and w.runtime_s >= 60 for w in snapshot.workloads)
+    out = tmp_path / "out"
+    args = ["simulate", str(lab), "--synthetic", "--days", "0.05", "--policy", "greedy"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.stderr
+    assert (out / "metrics.json").is_file()
+
+
+def test_runtimes_leave_the_rest_of_a_generated_instance_as_it_was():
+    # Runtimes come from a random stream of their own: the cluster, the tree and the work
+    # (benchmarks/ solves generated instances) are those generated before runtimes were.
+    snapshot = generate(GeneratorSpec(hosts=16, seed=3))
+    works = [w.runtime_s for w in snapshot.workloads]
+    assert len(set(works)) > 3
+    debug = [w for w in snapshot.workloads if w.gpus <= 8 and 0 < w.min_runtime_s <= 900]
+    assert all(w.runtime_s is not None and w.runtime_s <= 40 * 60 for w in debug)
+    # As generated before runtimes were (at 4ad9ea8): 51 workloads, 333 GPUs, the first w00001.
+    first = snapshot.workloads[0]
+    assert (first.gpus, first.budget, first.min_runtime_s) == (1, "vision/team2/r7", 4 * 3600)
+    assert (len(snapshot.workloads), sum(w.gpus for w in snapshot.workloads)) == (51, 333)

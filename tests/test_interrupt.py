@@ -236,6 +236,19 @@ def last_line(stderr: str) -> str:
     return stderr.strip().splitlines()[-1]
 
 
+def assert_lines_stop_when_written(stderr: str, runs: list[str]) -> None:
+    """Each run's progress lines end with one saying its partial report is written; no line
+    gives an ETA once the stop was asked."""
+    lines = stderr.splitlines()
+    for label in runs:
+        mine = [line for line in lines if re.match(rf"progress {re.escape(label)}\b", line)]
+        writing = [line for line in mine if "writing the" in line]
+        assert writing == mine[-1:], mine
+        assert re.search(r": stopped after .* writing the partial report \.\.\.$", mine[-1])
+    stopping = [line for line in lines if "stopping after the current round" in line]
+    assert not [line for line in stopping if "ETA" in line], stopping
+
+
 def test_ctrl_c_stops_simulate_and_writes_what_it_simulated_marked_partial(tmp_path):
     out = tmp_path / "out"
     command = ["simulate", "--synthetic", "--days", "5", "--policy", "greedy"]
@@ -247,6 +260,8 @@ def test_ctrl_c_stops_simulate_and_writes_what_it_simulated_marked_partial(tmp_p
         rf"the partial results are in {re.escape(str(out))}",
         last_line(stderr),
     )
+    # The progress lines stop with the simulation; one says the partial report is written.
+    assert_lines_stop_when_written(stderr, ["greedy"])
     m = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert m["partial"] is True and m["days"] == 5.0 and 0 < m["simulated_days"] < 5
     assert m["stopped_at"].startswith("20") and m["invariant_violations"] == 0
@@ -278,6 +293,7 @@ def test_ctrl_c_stops_whatif_and_compares_what_was_measured(tmp_path, jobs):
         f"interrupted (Ctrl-C): 0 run(s) complete, {len(started)} partial, {len(not_run)} "
         f"not run; the comparison of what was measured is in {out}"
     )
+    assert_lines_stop_when_written(stderr, started)
     comparison = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
     assert comparison["partial"] is True and comparison["not_run"] == not_run
     assert [r["label"] for r in comparison["runs"]] == started

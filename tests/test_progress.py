@@ -34,17 +34,19 @@ LINE = re.compile(
     r"(?P<total>\d+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?) simulated "
     r"\((?P<pct>\d+)%\), (?P<rounds>[\d,]+) rounds? \((?P<full>[\d,]+) full\), "
     r"(?:(?P<rate>[\d.]+) simulated h/s, (?P<round_rate>[\d.]+) rounds/s, )?"
-    r"elapsed (?P<elapsed>\d+:\d\d), ETA (?P<eta>\d+:\d\d|unknown)"
-    r"(?P<stopping> \[stopping after the current round\])?$"
+    r"elapsed (?P<elapsed>\d+:\d\d)"
+    r"(?:, ETA (?P<eta>\d+:\d\d|unknown)|(?P<stopping>; stopping after the current round))$"
 )
-# Before the first round (the run's inputs are read), and once the simulated time is over
-# (while the run's files are written).
+# Before the first round (the run's inputs are read), and once, when the simulation is over
+# (its files are then written).
 READING = re.compile(
     r"^progress \S+(?: \(run \d+ of \d+\))?: reading its inputs, elapsed \d+:\d\d$"
 )
+DURATION = r"\d+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?"
 WRITING = re.compile(
-    r"^progress (?P<label>\S+)(?: \(run \d+ of \d+\))?: [\d.]+ (?:s|min|h|d) simulated, "
-    r"[\d,]+ rounds \([\d,]+ full\); writing the results, elapsed \d+:\d\d$"
+    rf"^progress (?P<label>\S+)(?: \(run \d+ of \d+\))?: (?:{DURATION} simulated|stopped "
+    rf"after {DURATION} of {DURATION} simulated \(\d+%\)), [\d,]+ rounds? \([\d,]+ full\) in "
+    r"\d+:\d\d; writing the (?:partial )?report \.\.\.$"
 )
 
 
@@ -65,8 +67,12 @@ def test_without_a_terminal_simulate_prints_progress_lines_at_the_pace_asked(tmp
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "progress" not in done.stdout  # stdout stays the summary
-    lines = [line for line in done.stderr.splitlines() if line.startswith("progress")]
-    lines = [line for line in lines if not (READING.match(line) or WRITING.match(line))]
+    progress = [line for line in done.stderr.splitlines() if line.startswith("progress")]
+    # Once the simulation is over, one line says the report is written, and no more lines.
+    writing = [line for line in progress if WRITING.match(line)]
+    assert writing == progress[-1:], progress
+    assert writing[0].startswith("progress greedy: 12 h simulated, ")
+    lines = [line for line in progress[:-1] if not READING.match(line)]
     parsed = [LINE.match(line) for line in lines]
     assert all(parsed), [line for line, m in zip(lines, parsed, strict=True) if not m]
     matches = [m for m in parsed if m]
@@ -135,8 +141,24 @@ def test_a_run_line_says_how_far_how_fast_and_how_long_to_go():
         "135.9 rounds/s, elapsed 0:20, ETA 0:15"
     )
     assert run.short(120.0) == "1 d of 2 d, 2,040 rounds, 1.60 sim h/s, ETA 0:15"
+    # Once a stop is asked: no rates nor ETA, the run ends after its current round.
+    assert run.text(120.0, stopping=True) == (
+        "1 d of 2 d simulated (50%), 2,040 rounds (240 full), elapsed 0:20; stopping after the "
+        "current round"
+    )
+    assert run.short(120.0, stopping=True) == (
+        "1 d of 2 d, 2,040 rounds, stopping after the current round"
+    )
+    # The simulation over: what it simulated, in how long, whole or stopped before its end.
     run.update(125.0, 2 * 86400.0, 300, 2000)
-    assert run.text(125.0).endswith("writing the results, elapsed 0:25")
+    assert run.written(125.0) == (
+        "2 d simulated, 2,300 rounds (300 full) in 0:25; writing the report ..."
+    )
+    run.update(125.0, 1.5 * 86400.0, 300, 2000)
+    assert run.written(125.0) == (
+        "stopped after 1 d 12 h of 2 d simulated (75%), 2,300 rounds (300 full) in 0:25; "
+        "writing the partial report ..."
+    )
 
 
 def test_rates_are_taken_over_the_last_minute():
@@ -163,7 +185,45 @@ def test_the_lines_name_each_running_run_and_its_place():
     (line,) = display.lines()
     assert line.startswith("progress alt/milp (run 2 of 2): 1 h of 1 d simulated (4%)")
     display.stop_requested()
-    assert display.lines()[0].endswith(" [stopping after the current round]")
+    (line,) = display.lines()
+    assert line.endswith("; stopping after the current round") and "ETA" not in line
+
+
+def test_the_lines_stop_when_the_simulation_does_and_one_says_the_report_is_written():
+    # A new user saw "3 d of 3 d (100%) ... ETA 0:00" (after Ctrl-C "ETA 2:27 [stopping
+    # after the current round]") every few seconds while the report was written.
+    screen = io.StringIO()
+    console = Console(file=screen, width=200, color_system=None)
+    runs = [("base/greedy", 86400.0), ("alt/greedy", 86400.0)]
+    with ProgressDisplay(runs, 0.05, console) as display:
+        display.start("base/greedy")
+        display.update("base/greedy", 3600.0, 10, 20)
+        time.sleep(0.2)
+        assert "progress base/greedy (run 1 of 2): 1 h of 1 d simulated" in screen.getvalue()
+        display.stop_requested()
+        display.writer("base/greedy")(7200.0, 12, 30)
+        assert display.lines() == []
+        printed = len(screen.getvalue().splitlines())
+        time.sleep(0.3)  # six ticks
+    lines = screen.getvalue().splitlines()
+    assert len(lines) == printed  # nothing more
+    assert lines[-1] == (
+        "progress base/greedy (run 1 of 2): stopped after 2 h of 1 d simulated (8%), 42 rounds "
+        "(12 full) in 0:00; writing the partial report ..."
+    )
+    assert WRITING.match(lines[-1])
+
+
+def test_with_a_terminal_a_runs_bar_says_when_the_report_is_written():
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=80, color_system=None)
+    with ProgressDisplay([("greedy", 86400.0)], 10.0, console) as display:
+        display.start("greedy")
+        display.reporter("greedy")(43200.0, 5, 50)
+        display.writer("greedy")(86400.0, 10, 90)
+        time.sleep(0.3)  # the display refreshes itself ten times a second
+        assert display.runs["greedy"].state == "writing"
+        assert "writing the report ..." in screen.getvalue().split("12 h of 1 d")[-1]
 
 
 def test_with_a_terminal_the_progress_is_live_and_notes_each_run_that_ends():
@@ -298,3 +358,20 @@ def test_whatif_prints_a_row_per_run_and_the_teams_only_when_asked(tmp_path):
     rows = table[: next(i for i, line in enumerate(table) if line.startswith("delivered, owed"))]
     assert len(rows) >= 1 + 2 + 2 * 3 and all(len(line) <= 80 for line in rows), rows
     assert "done: base/greedy" in plain.stderr  # the runs' ends go with the progress
+
+
+def test_the_readmes_progress_and_ctrl_c_lines_are_what_the_tool_prints():
+    # The README showed "14.0 h of 1.0 d" long after the tool printed "14 h of 1 d".
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("#### Progress and Ctrl-C")[1].split("\n####")[0]
+    blocks = re.findall(r"```console\n(.*?)```", section, flags=re.S)
+    lines = [line for block in blocks for line in block.splitlines()]
+    progress = [line for line in lines if line.startswith("progress ")]
+    assert len(progress) >= 4
+    assert all(LINE.match(line) or WRITING.match(line) for line in progress), progress
+    (interrupted,) = [line for line in lines if line.startswith("interrupted")]
+    assert re.fullmatch(
+        rf"interrupted \(Ctrl-C\): stopped after {DURATION} of {DURATION} simulated \(\d+%\); "
+        r"the partial results are in \S+",
+        interrupted,
+    )

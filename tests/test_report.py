@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import base64
 import csv
+import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from alloc.cli.render import print_summary
 from alloc.report import comparison_table, write_comparison, write_plots, write_report
+from alloc.report.data import load_run
 from alloc.report.plots import PLOTS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -465,3 +469,19 @@ def test_a_partial_runs_report_shows_where_it_stopped(tmp_path: Path) -> None:
         '<p class="partial">partial: stopped after 2 h of 7 d simulated (1%), at '
         "2026-11-30T14:00:00Z; the figures cover the time simulated</p>"
     ) in html
+
+
+def test_report_counts_rounds_in_the_terminals_words(tmp_path: Path) -> None:
+    # The report said "rounds (skipped as quiet)" where the terminal says "full rounds".
+    run = make_run(tmp_path / "run", event_passes=40, skipped_passes=3, label="milp")
+    html = write_report(run, "synthetic").read_text(encoding="utf-8")
+    screen = io.StringIO()
+    print_summary(Console(file=screen, width=100, color_system=None), load_run(run).metrics, run)
+    terminal = [" ".join(line.split()) for line in screen.getvalue().splitlines()]
+    for label, value in (
+        ("full rounds (skipped as quiet)", "12 (2)"),
+        ("event passes (skipped as quiet)", "40 (3)"),
+    ):
+        assert f"{label} {value}" in terminal
+        assert f'<td class="l">{label}</td><td>{value}</td>' in html
+    assert ">rounds (skipped as quiet)<" not in html

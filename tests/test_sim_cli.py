@@ -329,6 +329,19 @@ def test_a_lab_workload_without_its_runtime_cannot_be_simulated(tmp_path):
     out = tmp_path / "out"
     result = run("simulate", lab, "--trace", trace, "--policy", "greedy", "--out", out)
     assert_bad_input(result, out, "lab.yaml", "workloads[0].runtime")
+    assert (
+        "workload 'w1' is queued but states no runtime: the simulation needs the work it has "
+        "to do (e.g. runtime: 2h)"
+    ) in " ".join(result.stderr.split())
+    queued = "submitted: 2026-11-30T11:00:00Z}"
+    running = queued[:-1] + ", started: 2026-11-30T11:30:00Z, hosts: {h1: 8}}"
+    lab.write_text(lab.read_text(encoding="utf-8").replace(queued, running), encoding="utf-8")
+    result = run("simulate", lab, "--trace", trace, "--policy", "greedy", "--out", out)
+    assert_bad_input(result, out, "workloads[0].runtime")
+    assert (
+        "workload 'w1' is running but states no runtime: the simulation needs the work it "
+        "still has to do (e.g. runtime: 2h)"
+    ) in " ".join(result.stderr.split())
 
 
 # bad input: exit 2, file, line and field named, nothing written
@@ -450,6 +463,24 @@ def test_a_bad_host_events_file_is_bad_input(files, tmp_path):
     out = tmp_path / "out"
     result = on_trace("simulate", files, out, "--host-events", events)
     assert_bad_input(result, out, f"{events}:2", "host", "h9")
+
+
+@pytest.mark.parametrize(
+    ("command", "earlier"), [("simulate", "metrics.json"), ("whatif", "comparison.csv")]
+)
+def test_a_bad_host_events_file_is_found_before_an_earlier_run_is_said_to_be_replaced(
+    files, tmp_path, command, earlier
+):
+    # A new user saw "replacing metrics.json, ... in bt" and only then the error about an
+    # unknown host (nothing was replaced).
+    events = write(tmp_path, "hosts.csv", "time,host,state\n600,h9,unhealthy\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / earlier).write_text("an earlier run's\n", encoding="utf-8")
+    result = on_trace(command, files, out, "--host-events", events)
+    assert result.exit_code == 2, result.stderr
+    assert "replacing" not in result.stderr and "unknown host 'h9'" in result.stderr
+    assert (out / earlier).read_text(encoding="utf-8") == "an earlier run's\n"
 
 
 def test_a_bad_lab_is_bad_input(files, tmp_path):

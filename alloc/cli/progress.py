@@ -6,9 +6,16 @@ one (CI, nohup, a log file): one line per running run every `interval_s` of wall
     h/s, 19.0 rounds/s, elapsed 0:28, ETA 0:45
 
 (one line). Rates and the ETA are taken over the last minute of wall time (a simulation's
-pace changes as its cluster fills), rounds count full rounds and event passes. A run reports
-through the callable `ProgressDisplay.reporter` gives, which the simulation calls after every
-instant of simulated time: it costs a clock read unless a tenth of a second has passed."""
+pace changes as its cluster fills), rounds count full rounds and event passes. After a
+Ctrl-C the line says the run is stopping instead of giving rates and an ETA. When a run's
+simulation is over its lines stop, and one line says its files are being written:
+
+    progress greedy: 1 d simulated, 2,236 rounds (288 full) in 0:58; writing the report ...
+
+(live: the run's bar says so). A run reports through the callables `ProgressDisplay.reporter`
+and `ProgressDisplay.writer` give: the simulation calls the first after every instant of
+simulated time (it costs a clock read unless a tenth of a second has passed), the run the
+second once, when it starts writing its files."""
 
 from __future__ import annotations
 
@@ -52,7 +59,7 @@ class RunState:
     rounds: int = 0  # full rounds
     passes: int = 0  # event passes
     began: float | None = None  # wall time (monotonic) the run started at
-    state: str = "waiting"  # waiting | running | done | partial | not run
+    state: str = "waiting"  # waiting | running | writing | done | partial | not run
     samples: deque[tuple[float, float, int]] = field(default_factory=deque)
 
     @property
@@ -91,38 +98,59 @@ class RunState:
             return "unknown"
         return clock((self.horizon_s - self.t_s) / rates[0])
 
-    def text(self, now: float) -> str:
-        """The run's progress without its label: reached / total, rounds, rates, times."""
+    @property
+    def rounds_text(self) -> str:
+        return f"{counted(self.rounds + self.passes, 'round')} ({count(self.rounds)} full)"
+
+    def text(self, now: float, stopping: bool = False) -> str:
+        """The run's progress without its label: reached / total, rounds, rates, times; once
+        a stop is asked, no rates nor ETA (the run ends after its current round)."""
         share = self.t_s / self.horizon_s if self.horizon_s > 0 else 1.0
-        rounds = f"{counted(self.rounds + self.passes, 'round')} ({count(self.rounds)} full)"
         elapsed = f"elapsed {clock(now - (self.began or now))}"
         if not self.simulating:
             return f"reading its inputs, {elapsed}"
-        if share >= 1.0:
-            return f"{duration(self.horizon_s)} simulated, {rounds}; writing the results, {elapsed}"
         parts = [
             f"{duration(self.t_s)} of {duration(self.horizon_s)} simulated ({share:.0%})",
-            rounds,
+            self.rounds_text,
         ]
         rates = self.rates(now)
-        if rates is not None:
+        if rates is not None and not stopping:
             sim_rate, round_rate = rates
             parts.append(f"{sim_rate / 3600:.2f} simulated h/s, {round_rate:.1f} rounds/s")
-        parts += [elapsed, f"ETA {self.eta(now)}"]
-        return ", ".join(parts)
+        parts.append(elapsed)
+        if stopping:
+            return ", ".join(parts) + "; stopping after the current round"
+        return ", ".join([*parts, f"ETA {self.eta(now)}"])
 
-    def short(self, now: float) -> str:
+    def written(self, now: float) -> str:
+        """The line of a run whose simulation is over: what it simulated, in how long."""
+        took = clock(now - (self.began or now))
+        if self.t_s < self.horizon_s:
+            share = self.t_s / self.horizon_s
+            return (
+                f"stopped after {duration(self.t_s)} of {duration(self.horizon_s)} simulated "
+                f"({share:.0%}), {self.rounds_text} in {took}; writing the partial report ..."
+            )
+        return (
+            f"{duration(self.horizon_s)} simulated, {self.rounds_text} in {took}; "
+            "writing the report ..."
+        )
+
+    def short(self, now: float, stopping: bool = False) -> str:
         """The same for a live display's line: reached / total, rounds, rate, ETA."""
         if not self.simulating:
             return "reading its inputs"
-        if self.t_s >= self.horizon_s:
-            return "writing the results"
+        if self.state == "writing":
+            return "writing the report ..."
+        reached = (
+            f"{duration(self.t_s)} of {duration(self.horizon_s)}, "
+            f"{counted(self.rounds + self.passes, 'round')}"
+        )
+        if stopping:
+            return f"{reached}, stopping after the current round"
         rates = self.rates(now)
         rate = f", {rates[0] / 3600:.2f} sim h/s" if rates is not None else ""
-        return (
-            f"{duration(self.t_s)} of {duration(self.horizon_s)}, "
-            f"{counted(self.rounds + self.passes, 'round')}{rate}, ETA {self.eta(now)}"
-        )
+        return f"{reached}{rate}, ETA {self.eta(now)}"
 
 
 class ProgressDisplay:
@@ -164,6 +192,32 @@ class ProgressDisplay:
 
         return report
 
+    def writer(self, label: str) -> OnProgress:
+        """The callback a run calls once its simulation is over (`alloc.sim.run.run`)."""
+
+        def writing(t_s: float, rounds: int, passes: int) -> None:
+            self.writing(label, t_s, rounds, passes)
+
+        return writing
+
+    def writing(self, label: str, t_s: float, rounds: int, passes: int) -> None:
+        """Run `label` simulated up to `t_s` and now writes its files: its progress lines
+        stop and one line says so (live: its bar)."""
+        now = time.monotonic()
+        with self._lock:
+            run = self.runs[label]
+            run.update(now, t_s, rounds, passes)
+            run.state = "writing"
+            line = f"progress {label}{self._which(label)}: {run.written(now)}"
+        if self._bar is not None:
+            self._refresh(label)
+        elif self.interval_s is not None:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    def _which(self, label: str) -> str:
+        n = len(self.order)
+        return f" (run {self.order.index(label) + 1} of {n})" if n > 1 else ""
+
     def start(self, label: str) -> None:
         with self._lock:
             self.runs[label].start(time.monotonic())
@@ -193,9 +247,9 @@ class ProgressDisplay:
             self.note(f"partial: {label}, stopped after {duration(run.t_s)} simulated")
 
     def stop_requested(self) -> None:
-        """A stop was asked (Ctrl-C): the lines and the live display say so until the runs
-        end. Called from a signal handler: it takes no lock (the code it interrupted may hold
-        one) and leaves showing it to the next update."""
+        """A stop was asked (Ctrl-C): the lines and the live display say so until the runs'
+        simulations end. Called from a signal handler: it takes no lock (the code it
+        interrupted may hold one) and leaves showing it to the next update."""
         self.stopping = True
 
     def note(self, text: str) -> None:
@@ -207,16 +261,14 @@ class ProgressDisplay:
     def lines(self, now: float | None = None) -> list[str]:
         """One line per running run, as printed without a terminal."""
         now = now or time.monotonic()
-        n = len(self.order)
         out = []
         with self._lock:
-            for i, label in enumerate(self.order):
+            for label in self.order:
                 run = self.runs[label]
                 if run.state != "running":
                     continue
-                which = f" (run {i + 1} of {n})" if n > 1 else ""
-                stopping = " [stopping after the current round]" if self.stopping else ""
-                out.append(f"progress {label}{which}: {run.text(now)}{stopping}")
+                text = run.text(now, self.stopping)
+                out.append(f"progress {label}{self._which(label)}: {text}")
         return out
 
     def _refresh(self, label: str) -> None:
@@ -226,9 +278,8 @@ class ProgressDisplay:
         if label not in self._tasks:
             return
         with self._lock:
-            info = run.short(time.monotonic()) if run.state == "running" else run.state
-        if self.stopping and run.state == "running":
-            info += " [stopping]"
+            busy = run.state in ("running", "writing")
+            info = run.short(time.monotonic(), self.stopping) if busy else run.state
         self._bar.update(self._tasks[label], completed=run.t_s, info=info)
 
     def _tick(self) -> None:

@@ -19,7 +19,7 @@ from alloc.printable import shown
 from alloc.readable import count, counted, duration, hours, number
 from alloc.readable import pct as fmt_pct
 from alloc.report.fmt import demand as fmt_demand
-from alloc.report.fmt import partial, ratio
+from alloc.report.fmt import partial, ratio, worst_team
 from alloc.summary import Summary
 
 
@@ -124,8 +124,6 @@ def _pct(x: float | None) -> str:
 
 
 def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
-    worst = m.get("worst_team") or {}
-    worst_hourly = m.get("worst_team_hourly") or {}
     banner = partial(m)
     if banner:
         console.print(f"[bold red]{escape(banner)}[/]", highlight=False, soft_wrap=True)
@@ -144,16 +142,9 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         ("  while work was queued", _pct(m["occupancy_while_queued"])),
         ("  idle then: waiting work fit / nothing fit", _idle_split(m)),
         ("impact: delivered / owed over the window", _pct(m["delivered_over_owed"])),
-        (
-            "  worst team",
-            f"{worst.get('budget', '-')} {_pct(worst.get('delivered_over_owed'))}",
-        ),
+        ("  worst team", _worst(m)),
         ("  hour by hour, overall", _pct(m.get("delivered_over_owed_hourly"))),
-        (
-            "  worst team hour by hour",
-            f"{worst_hourly.get('budget', '-')} "
-            f"{_pct(worst_hourly.get('delivered_over_owed_hourly'))}",
-        ),
+        ("  worst team hour by hour", _worst(m, hourly=True)),
         (
             "utilization",
             _pct(m["utilization"]) if m["utilization"] is not None else "not in the trace",
@@ -212,6 +203,15 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     if m.get("credit"):
         console.print(escape(str(m["credit"])), highlight=False)
     console.print(f"outputs in {escape(str(out))} (open report.html)", highlight=False)
+
+
+def _worst(m: dict[str, Any], hourly: bool = False) -> str:
+    """The worst team and its ratio; "none below 100%" when no team got less than it was
+    owed, "all 15 teams tie at 87.00%" when no team is worse than another."""
+    name, ratio = worst_team(m, hourly)
+    if ratio is None or ratio >= 1.0 - 1e-6:
+        return name
+    return f"{name} at {_pct(ratio)}" if name.endswith(" tie") else f"{name} {_pct(ratio)}"
 
 
 def _idle_split(m: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from alloc.cli import tables
 from alloc.cli.columns import Column, shorten_middle_keep_tail
 from alloc.printable import shown
 from alloc.report.compare import Comparison
-from alloc.report.fmt import duration, pct, signed, stopped_after
+from alloc.report.fmt import duration, pct, signed, stopped_after, worst_team
 
 
 def text_column(head: str) -> Column:
@@ -46,12 +46,11 @@ def overall_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     for i, label in enumerate(c.labels):
         m = c.runs[i].metrics
         o = c.overall(i)
-        worst = m.get("worst_team") or {}
         rows.append(
             [
                 label + (" *" if c.partial(i) else ""),
                 pct(o["delivered_over_owed"]),
-                str(worst.get("budget", "-")),
+                worst_team(m)[0],
                 pct(o["worst_team_delivered_over_owed"]),
                 duration(o["wait_allocated_p50_s"]),
                 duration(o["wait_allocated_p90_s"]),

@@ -104,7 +104,7 @@ def simulate(
         try:
             with StopOnSigint(display.stop_requested) as stop, display:
                 display.start(chosen)
-                metrics = run(spec, display.reporter(chosen), inputs, stop)
+                metrics = run(spec, display.reporter(chosen), inputs, stop, display.writer(chosen))
         except NothingSimulated:
             exit_interrupted("stopped before the simulation began; nothing written")
         print_summary(stdout_console(), metrics, out)

@@ -51,7 +51,10 @@ def run_in_turn(specs: list[RunSpec], display: ProgressDisplay) -> Outcome:
             if not stop.requested:
                 display.start(spec.label)
                 with suppress(NothingSimulated):  # stopped at once: not run
-                    metrics = run(spec, display.reporter(spec.label), stop=stop)
+                    label = spec.label
+                    metrics = run(
+                        spec, display.reporter(label), stop=stop, writing=display.writer(label)
+                    )
             _ended(display, outcome, spec.label, metrics)
         outcome.stopped = stop.requested
     outcome.not_run.sort(key=[s.label for s in specs].index)
@@ -102,13 +105,17 @@ def run_parallel(specs: list[RunSpec], jobs: int, display: ProgressDisplay) -> O
 
 
 def _show(updates: Any, display: ProgressDisplay) -> None:
-    """Pass the workers' progress reports on to the display."""
+    """Pass the workers' reports on to the display: (kind, label, simulated seconds, full
+    rounds, event passes), kind `progress` or `writing` (the run's simulation is over)."""
     while True:
         try:
-            label, t_s, rounds, passes = updates.get_nowait()
+            kind, label, t_s, rounds, passes = updates.get_nowait()
         except queue.Empty:
             return
-        if display.runs[label].state in ("waiting", "running"):
+        state = display.runs[label].state
+        if kind == "writing" and state in ("waiting", "running"):
+            display.writing(label, t_s, rounds, passes)
+        elif state in ("waiting", "running"):
             display.update(label, t_s, rounds, passes)
 
 
@@ -132,7 +139,7 @@ def _run_in_worker(spec: RunSpec) -> tuple[str, dict[str, Any] | None]:
     stop, updates = _WORKER["stop"], _WORKER["updates"]
     if stop():
         return spec.label, None
-    updates.put((spec.label, 0.0, 0, 0))
+    updates.put(("progress", spec.label, 0.0, 0, 0))
     next_at = 0.0
 
     def report(t_s: float, rounds: int, passes: int) -> None:
@@ -140,9 +147,12 @@ def _run_in_worker(spec: RunSpec) -> tuple[str, dict[str, Any] | None]:
         now = time.monotonic()
         if now >= next_at:
             next_at = now + WORKER_REPORT_EVERY_S
-            updates.put((spec.label, t_s, rounds, passes))
+            updates.put(("progress", spec.label, t_s, rounds, passes))
+
+    def writing(t_s: float, rounds: int, passes: int) -> None:
+        updates.put(("writing", spec.label, t_s, rounds, passes))
 
     try:
-        return spec.label, run(spec, report, stop=stop)
+        return spec.label, run(spec, report, stop=stop, writing=writing)
     except NothingSimulated:
         return spec.label, None

@@ -23,8 +23,9 @@ from alloc.report.fmt import (
     signed_duration,
     stopped_after,
     table,
+    worst_team,
 )
-from alloc.report.plots import WAIT_TICKS, plain_text, save
+from alloc.report.plots import BARS, WAIT_TICKS, plain_text, save
 
 
 def write_png(path: Path, c: Comparison) -> Path:
@@ -34,22 +35,37 @@ def write_png(path: Path, c: Comparison) -> Path:
         return _draw(path, c)
 
 
+def _shown_teams(c: Comparison) -> list[str]:
+    """The teams of the top plot: all, or for a large tree the `BARS` with the lowest
+    delivered / owed in any run (in the comparison's order)."""
+    if len(c.teams) <= BARS:
+        return c.teams
+
+    def lowest(team: str) -> float:
+        ratios = [(c.team(team, i) or {}).get("delivered_over_owed") for i in range(len(c.runs))]
+        return min((r for r in ratios if r is not None), default=2.0)
+
+    chosen = set(sorted(c.teams, key=lambda t: (lowest(t), t))[:BARS])
+    return [t for t in c.teams if t in chosen]
+
+
 def _draw(path: Path, c: Comparison) -> Path:
-    n_runs, n_teams = len(c.runs), max(1, len(c.teams))
+    teams = _shown_teams(c)
+    n_runs, n_teams = len(c.runs), max(1, len(teams))
     top_h = max(2.5, n_teams * (0.2 + 0.16 * n_runs))
     fig = Figure(figsize=(11, top_h + 3.6), layout="constrained")
     top, bottom = fig.subplots(2, 1, height_ratios=(top_h, 3.2))
     width = 0.8 / n_runs
-    if c.teams:
+    if teams:
         for i, label in enumerate(c.labels):
-            ys = [t - 0.4 + width * (i + 0.5) for t in range(len(c.teams))]
-            ratios = [(c.team(team, i) or {}).get("delivered_over_owed") for team in c.teams]
+            ys = [t - 0.4 + width * (i + 0.5) for t in range(len(teams))]
+            ratios = [(c.team(team, i) or {}).get("delivered_over_owed") for team in teams]
             xs = [100 * (r or 0.0) for r in ratios]
             top.barh(ys, xs, height=width * 0.92, color=f"C{i % 10}", label=shown(label))
-            for y, r, team in zip(ys, ratios, c.teams, strict=True):
+            for y, r, team in zip(ys, ratios, teams, strict=True):
                 if r is None and c.team(team, i) is not None:  # not 0%: nothing was owed
                     top.text(1, y, "owed nothing", va="center", fontsize=7, color="#4a5568")
-        top.set_yticks(range(len(c.teams)), [shown(t) for t in c.teams], fontsize=9)
+        top.set_yticks(range(len(teams)), [shown(t) for t in teams], fontsize=9)
         top.invert_yaxis()
         top.axvline(100, color="#1a202c", linestyle="--", linewidth=1.1)
         top.set_xlabel("delivered / owed (%)")
@@ -58,7 +74,11 @@ def _draw(path: Path, c: Comparison) -> Path:
     else:
         top.text(0.5, 0.5, "no funded teams", ha="center", va="center", transform=top.transAxes)
         top.set_axis_off()
-    top.set_title("Delivered / owed per team and run")
+    some = len(teams) < len(c.teams)
+    top.set_title(
+        "Delivered / owed per team and run"
+        + (f": the {len(teams)} teams lowest in any run, of {len(c.teams):,}" if some else "")
+    )
 
     classes = [cls for cls in CLASSES if any(_count(c, i, cls) for i in range(n_runs))]
     highest = 1.0
@@ -135,10 +155,10 @@ def _with_delta(
         return "-"
     if delta is None:
         return _fmt(key, value)
-    shown = _fmt_delta(key, delta)
+    delta_text = _fmt_delta(key, delta)
     return (
-        "" if shown == "0" else _tone(delta, better, tol),  # no colour for what shows as 0
-        f'{_fmt(key, value)} <span class="muted">({e(shown)})</span>',
+        "" if delta_text == "0" else _tone(delta, better, tol),  # no colour for what shows as 0
+        f'{_fmt(key, value)} <span class="muted">({e(delta_text)})</span>',
     )
 
 
@@ -183,10 +203,11 @@ def write_html(path: Path, c: Comparison, png: Path, credit: str | None) -> Path
             value = c.overall(i)[key]
             delta = None if c.is_baseline(i) else c.overall_delta(i)[key]
             cell = _with_delta(key, value, delta, better, 1e-6 if "occ" in key else 0.0)
-            worst = (c.runs[i].metrics.get(WORST[key][0]) or {}) if key in WORST else {}
-            if worst.get("budget"):
-                # The worst team may differ between runs: name it.
-                named = f"{e(worst['budget'])}: "
+            hourly = key in WORST and WORST[key][0] == "worst_team_hourly"
+            worst = worst_team(c.runs[i].metrics, hourly) if key in WORST else ("-", None)
+            if worst[1] is not None:
+                # The worst team may differ between runs: name it (or say none is below 100%).
+                named = f"{e(worst[0])}: "
                 cell = (cell[0], named + cell[1]) if isinstance(cell, tuple) else named + cell
             cells.append(cell)
         overall_rows.append(cells)

@@ -30,6 +30,7 @@ __all__ = [  # the numbers as alloc.readable writes them, and the HTML around th
     "signed",
     "signed_duration",
     "table",
+    "worst_team",
 ]
 
 CSS = """
@@ -136,3 +137,26 @@ def demand(d: dict[str, float | None] | None) -> str:
 def ratio(value: float, digits: int = 3) -> str:
     """A fair-share ratio; an unfunded node's is infinite."""
     return "inf" if math.isinf(value) else f"{value:.{digits}f}"
+
+
+def worst_team(m: dict[str, Any], hourly: bool = False) -> tuple[str, float | None]:
+    """Who metrics.json's worst team (`worst_team_hourly` if `hourly`) is, as a report names
+    it, and its ratio: the team's path; "none below 100%" when every team owed something got
+    all of it; "all 15 teams tie" when they all got the same share of it, and "nlp/a and 2
+    more" when some but not all tie at the lowest ratio (none of them is worse than the
+    others); "-" and None when no team was owed anything."""
+    key = "delivered_over_owed_hourly" if hourly else "delivered_over_owed"
+    worst = m.get("worst_team_hourly" if hourly else "worst_team") or {}
+    lowest = worst.get(key)
+    if not isinstance(lowest, int | float):
+        return "-", None
+    if lowest >= 1.0 - 1e-6:
+        return "none below 100%", float(lowest)
+    teams = m.get("teams") or {}
+    ratios = [t.get(key) for t in teams.values() if isinstance(t, dict)]
+    owed = [r for r in ratios if isinstance(r, int | float)]
+    tied = sum(1 for r in owed if abs(r - lowest) <= 1e-6)
+    if tied > 1 and tied == len(owed):
+        return f"all {tied} teams tie", float(lowest)
+    name = str(worst.get("budget", "-"))
+    return (f"{name} and {tied - 1} more" if tied > 1 else name), float(lowest)

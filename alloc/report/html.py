@@ -22,6 +22,7 @@ from alloc.report.fmt import (
     partial,
     pct,
     table,
+    worst_team,
 )
 from alloc.report.plots import write_plots
 
@@ -96,9 +97,20 @@ def _val(m: dict[str, Any], key: str) -> float | None:
     return None if v is None else fnum(v)
 
 
+def _worst(m: dict[str, Any], hourly: bool = False) -> str:
+    """The worst team, as HTML: "worst team nlp/a at 93.0%", "no team below 100%", "all 15
+    teams tie at 87.0%", or "no funded teams" when none was owed anything."""
+    name, ratio = worst_team(m, hourly)
+    if ratio is None:
+        return "no funded teams"
+    if ratio >= 1.0 - 1e-6:
+        return "no team below 100%"
+    if name.endswith(" tie"):
+        return f"{e(name)} at {pct(ratio)}"
+    return f"worst team {e(name)} at {pct(ratio)}"
+
+
 def _pyramid(m: dict[str, Any]) -> str:
-    worst = m.get("worst_team") or {}
-    worst_hourly = m.get("worst_team_hourly") or {}
     waits = m.get("wait_s") or {}
 
     def wait(cls: str) -> str:
@@ -118,18 +130,12 @@ def _pyramid(m: dict[str, Any]) -> str:
         [
             "impact: delivered / owed",
             pct(_val(m, "delivered_over_owed")),
-            f"over the window's periods; worst team {e(worst.get('budget', '-'))} at "
-            f"{pct(_val(worst, 'delivered_over_owed'))}"
-            if worst
-            else "no funded teams",
+            f"over the window's periods; {_worst(m)}",
         ],
         [
             "impact: hour by hour",
             pct(_val(m, "delivered_over_owed_hourly")),
-            f"credit capped every hour; worst team {e(worst_hourly.get('budget', '-'))} at "
-            f"{pct(_val(worst_hourly, 'delivered_over_owed_hourly'))}"
-            if worst_hourly
-            else "no funded teams",
+            f"credit capped every hour; {_worst(m, hourly=True)}",
         ],
         [
             "impact: waits p50 / p90",
@@ -223,16 +229,21 @@ def _events(run: Run) -> str:
         ["drains completed", count_of(m.get("drains_completed"))],
         ["drain duration p50", "-" if drain_p50 is None else hours(fnum(drain_p50))],
         ["invariant violations", count_of(m.get("invariant_violations"))],
+        # The terminal summary's words (alloc.cli.render.print_summary).
         [
-            "rounds (skipped as quiet)",
+            "full rounds (skipped as quiet)",
             f"{count_of(m.get('rounds'))} ({count_of(m.get('skipped_rounds', 0))})",
         ],
         [
-            "rounds by status",
+            "event passes (skipped as quiet)",
+            f"{count_of(m.get('event_passes', 0))} ({count_of(m.get('skipped_passes', 0))})",
+        ],
+        [
+            "full rounds and event passes by status",
             e(", ".join(f"{k} {count(v)}" for k, v in sorted(statuses.items()))) or "-",
         ],
         [
-            "round time p50 / max",
+            "time of a full round or event pass, p50 / max",
             f"{nearest_rank(solve, 0.5):.3f} s / {solve[-1]:.3f} s" if solve else "-",
         ],
         ["wall seconds", number(_val(m, "wall_seconds"), 1)],

@@ -1,7 +1,14 @@
 """The four PNG plots of one simulation: occupancy, delivered vs owed, waits, fair share.
 
 Figures are drawn with matplotlib's object API on the Agg canvas (no pyplot, so no global
-state, no GUI backend and no window, whatever backend the process has chosen)."""
+state, no GUI backend and no window, whatever backend the process has chosen).
+
+A lab's tree may have hundreds of teams (`alloc generate` makes 150 leaves by default): the
+bars of delivered vs owed show the `BARS` teams furthest below what they were owed, and the
+fair-share plot names the `NAMED` teams furthest from their share and draws the others as
+grey lines, each plot saying how many it leaves out (report.html's table has every team).
+One bar or one legend entry per team of such a tree made a figure 250 inches tall, or a
+legend wider than the figure (matplotlib: "constrained_layout not applied")."""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from alloc.io.files import atomic_path
@@ -19,6 +27,8 @@ from alloc.report.data import CLASSES, PLOTS, Run, fnum, load_run, num
 from alloc.report.fmt import count, counted, duration, pct
 
 DPI = 110
+BARS = 30  # teams in the delivered-vs-owed plot, worst first
+NAMED = 20  # teams named (coloured, in the legend) in the fair-share plot
 TEAM_COLORS = matplotlib.colormaps["tab20"]
 STACK = (
     ("allocated", "allocated", "#2b6cb0"),
@@ -150,7 +160,7 @@ def _get(m: dict[str, Any], key: str) -> float | None:
 
 def _delivered_vs_owed(run: Run) -> Figure:
     teams = run.team_metrics
-    n = len(teams)
+    n = min(len(teams), BARS)
     fig = Figure(figsize=(11, max(3.0, 0.42 * n + 1.6)), layout="constrained")
     title = "Delivered vs owed GPU-hours per team"
     if not teams:
@@ -158,6 +168,9 @@ def _delivered_vs_owed(run: Run) -> Figure:
     left, right = fig.subplots(1, 2, sharey=True, width_ratios=(3, 2))
     # Teams owed nothing (no ratio) last: they got all of nothing.
     order = sorted(teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 2.0), t))
+    order = order[:n]
+    if len(teams) > n:
+        title = f"{title}: the {n} furthest below what they were owed, of {count(len(teams))}"
     ys = list(range(n))
     owed = [fnum(teams[t].get("owed_gpu_hours")) for t in order]
     delivered = [fnum(teams[t].get("delivered_gpu_hours")) for t in order]
@@ -275,25 +288,42 @@ def _fairshare(run: Run) -> Figure:
     title = "Fair-share ratio per team (charged / entitled over the lookback window)"
     if not series:
         return _placeholder(fig, ax, title, "no funded teams in this run")
-    end = 0.0
-    for i, (team, (hours, ratios)) in enumerate(sorted(series.items())):
-        xs, ys = _steps(hours, ratios)  # a ratio sampled at an hour's first round holds for it
-        end = max(end, xs[-1])
+    steps = {team: _steps(*hr) for team, hr in series.items()}  # a ratio holds for its hour
+    named = sorted(series)
+    if len(series) > NAMED:
+        # The teams furthest from their share on average are named; the others are grey.
+        def off(team: str) -> float:
+            ratios = series[team][1]
+            return sum(abs(r - 1.0) for r in ratios) / len(ratios)
+
+        named = sorted(sorted(series, key=lambda t: (-off(t), t))[:NAMED])
+        others = [list(zip(*steps[t], strict=True)) for t in sorted(set(series) - set(named))]
+        ax.add_collection(
+            LineCollection(
+                others,
+                colors="#cbd5e0",
+                linewidths=0.8,
+                label=f"the other {count(len(others))} teams",
+            )
+        )
+        title = f"{title}: the {NAMED} teams furthest from their share named"
+    end = max(xs[-1] for xs, _ in steps.values())
+    for i, team in enumerate(named):
+        xs, ys = steps[team]
         style = ("-", "--", ":")[(i // 20) % 3]  # 20 distinct colours, then line styles
         ax.plot(
             xs, ys, linestyle=style, color=TEAM_COLORS(i % 20), linewidth=1.3, label=shown(team)
         )
     ax.set_xlim(0, end)
     ax.axhline(1.0, color="#1a202c", linestyle="--", linewidth=1.0)
+    ax.autoscale_view(scalex=False)  # the grey lines count too
     ax.set_ylim(bottom=0)
     ax.set_xlabel("time (days)")
     ax.set_ylabel("fair-share ratio (1.0 = exactly its share)")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=11 if many else None)
     ax.grid(alpha=0.3)
     if many:
-        ax.legend(
-            loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, ncols=1 + len(series) // 25
-        )
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
     else:
         ax.legend(loc="best", fontsize=9)
     return fig

@@ -64,16 +64,20 @@ class NothingSimulated(Exception):
 
 
 def load_inputs(spec: RunSpec) -> Inputs:
-    """The lab and its trace, checked (bad input raises InputError naming file, line, field)."""
+    """The lab and its trace, checked, and the host events file if any (bad input raises
+    InputError naming file, line, field), before a command says what it will replace."""
     lab = parse_instance(spec.lab_yaml, spec.lab_file)
+    if spec.host_events:
+        read_host_events(spec.host_events, {str(h.name) for h in lab.cluster.hosts})
     for i, w in enumerate(lab.workloads):
         if w.runtime_s is None:
             _, lines = read_yaml(spec.lab_yaml, spec.lab_file)
             raise InputError(
                 spec.lab_file,
                 f"workloads[{i}].runtime",
-                f"workload {w.id!r}: a workload the simulation starts from states the work it "
-                "still needs (runtime: 2h)",
+                f"workload {w.id!r} is {'running' if w.started else 'queued'} but states no "
+                f"runtime: the simulation needs the work it {'still has' if w.started else 'has'}"
+                " to do (e.g. runtime: 2h)",
                 line_of(lines, ("workloads", i)),
             )
     if spec.trace is None:
@@ -162,15 +166,20 @@ def run(
     progress: OnProgress | None = None,
     inputs: Inputs | None = None,
     stop: Callable[[], bool] | None = None,
+    writing: OnProgress | None = None,
 ) -> dict[str, Any]:
     """Load (unless `inputs`: `load_inputs(spec)` already read), simulate, write the
     timelines, metrics.json, the lab it ran, the plots and report.html. When `stop()` says so
     the simulation ends early and what it covered is written as a partial run; raises
-    NothingSimulated, writing nothing, if that was before any simulated time passed."""
+    NothingSimulated, writing nothing, if that was before any simulated time passed.
+    `writing` is told, once, when the simulation is over and the files are being written:
+    the simulated time it reached, its full rounds and event passes."""
     lab, jobs = inputs if inputs is not None else load_inputs(spec)
     result = simulate(spec, lab, jobs, progress, stop)
     if result.partial and result.horizon_s <= 0:
         raise NothingSimulated(spec.label)
+    if writing is not None:
+        writing(result.horizon_s, result.rounds, result.passes)
     out = Path(spec.out)
     extra = {"label": spec.label, "trace": spec.trace or "synthetic", **spec.extra}
     if spec.credit:

@@ -17,7 +17,10 @@ GPU-hours):
   ~40% (teams too small for 64-GPU runs offer it as training);
 - scavenger: 1-8 GPUs, 1-12 hours, minimum runtime 0 (unallocated), ~8%.
 Arrivals are Poisson with a day/night cycle; at the start every team also has a backlog of 1.5x
-its share in GPUs, so that demand starts near 2x supply. The offered load is 0.95 of the
+its share in GPUs, so that demand starts near 2x supply (each team's backlog stops at the job
+that takes it past 1.5x: 1.6-1.9x in all; a team whose share is smaller than one job gets it
+with the matching probability; a lab's own allocated workloads count toward the backlog,
+`synthetic_trace`). The offered load is 0.95 of the
 cluster's GPU-hours. Work that preemptions destroy comes back as demand, so how demand moves
 depends on the policy (measured at seed 1 over 30 days, `allocated demand / ready GPUs`):
 legacy-priority and fifo destroy little and hold it near 2x (first day 3.0x and 3.2x, last
@@ -115,10 +118,15 @@ def synthetic_lab(spec: SyntheticLab | None = None) -> tuple[Snapshot, list[Trac
 
 def synthetic_trace(lab: Snapshot, spec: SyntheticLab | None = None) -> list[TraceJob]:
     """A trace for any lab: every funded leaf submits work sized to its share of the lab's
-    ready GPUs, as described above."""
+    ready GPUs, as described above. The backlog tops up the allocated work the lab already
+    holds (running or queued) to `backlog` x its GPUs: a lab whose workloads ask for that
+    much (`alloc generate` makes 2.5x) gets none, and starts no busier than the others."""
     spec = spec or SyntheticLab()
     rng = random.Random(f"synthetic-trace:{spec.seed}")
     gpus = lab.cluster.ready_gpus
+    held = sum(w.gpus for w in lab.workloads if w.budget and w.min_runtime_s > 0)
+    wanted = spec.backlog * gpus
+    top_up = max(0.0, 1.0 - held / wanted) if wanted > 0 else 0.0
     jobs: list[TraceJob] = []
     for team in lab.budgets.leaves():
         share = lab.budgets.effective_allocation(team) * gpus
@@ -126,7 +134,7 @@ def synthetic_trace(lab: Snapshot, spec: SyntheticLab | None = None) -> list[Tra
             continue
         cap = 2 ** int(math.log2(max(1.0, share)))
         classes = _classes_for(cap)
-        jobs += _backlog(spec, rng, team, share, classes, len(jobs))
+        jobs += _backlog(rng, team, spec.backlog * share * top_up, classes, len(jobs))
         jobs += _arrivals(spec, rng, team, share, classes, len(jobs))
     return sorted(jobs, key=lambda j: (j.submitted_s, j.id))
 
@@ -211,19 +219,24 @@ def _arrivals(
 
 
 def _backlog(
-    spec: SyntheticLab,
     rng: random.Random,
     team: BudgetPath,
-    share: float,
+    gpus: float,
     classes: tuple[JobClass, ...],
     first: int,
 ) -> list[TraceJob]:
+    """Jobs queued at the start, until they ask for `gpus`. A team whose whole backlog is
+    smaller than the job drawn (a share of a GPU, in a tree of hundreds of teams) gets that
+    job with the probability that makes its backlog `gpus` on average: one job each made
+    a 16-host lab's 600 teams start with 5x its GPUs queued."""
     jobs: list[TraceJob] = []
     queued = 0
     allocated = [c for c in classes if c.kind in ("train", "large")]
-    while queued < spec.backlog * share:
+    while queued < gpus:
         cls = rng.choices(allocated, weights=[c.share for c in allocated])[0]
         job = _job(rng, first + len(jobs) + 1, team, cls, 0.0)
+        if not jobs and job.gpus > gpus and rng.random() * job.gpus >= gpus:
+            break
         jobs.append(job)
         queued += job.gpus
     return jobs
