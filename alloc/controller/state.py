@@ -93,6 +93,20 @@ actions = Table(
     Column("detail", String(2000), nullable=False),
 )
 
+# Failed attempts of calls to the cluster manager (alloc.controller.faults writes and reads them).
+executor_faults = Table(
+    "executor_faults",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at_s", Float, nullable=False, index=True),  # the round's time
+    Column("round_id", Integer, nullable=True),  # None: the round failed before its plan
+    Column("kind", String(20), nullable=False),  # failed | timeout | unparsable
+    Column("command", String(200), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("retry_in_s", Float, nullable=True),  # None: the last attempt (given up)
+    Column("message", String(500), nullable=False),
+)
+
 budget_changes = Table(
     "budget_changes",
     metadata,
