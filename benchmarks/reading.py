@@ -167,8 +167,7 @@ def hostile_files(scratch: Path) -> list[tuple[str, list[str]]]:
         "a 1,000,000-character job id": header + "x" * 1_000_000 + ",,1,0,60,0,true,0,any\n",
         "a job of 99,999,999,999 GPUs": header + "j,,99999999999,0,60,0,true,0,any\n",
         "a submission at 1e300 s": header + "j,,1,1e300,60,0,true,0,any\n",
-        "300,000 rows": header
-        + "".join(f"j{i},,1,{i},60,0,true,0,any\n" for i in range(600_000)),
+        "300,000 rows": header + "".join(f"j{i},,1,{i},60,0,true,0,any\n" for i in range(600_000)),
     }
     for i, (case, text) in enumerate(csv_cases.items()):
         path = scratch / f"hostile-{i}.csv"

@@ -15,7 +15,9 @@ import pytest
 
 from alloc.adapters.slurm.commands import SlurmCommands, env_from_file
 
-PLAIN = Path("/var/lib/slurm-local")  # gpu-node[1-4], 8 GPUs each, no type
+# gpu-node[1-4], 8 GPUs each, no type; ALLOC_TEST_SLURM_PLAIN names another folder of the same
+# shape (a cluster of one's own, started with its own SLURM_LOCAL_DIR and ports)
+PLAIN = Path(os.environ.get("ALLOC_TEST_SLURM_PLAIN") or "/var/lib/slurm-local")
 # h100-a, h100-b (8 x h100) and a100-a, a100-b (4 x a100); started by .ci/run beside the first
 TYPED = Path("/var/lib/slurm-local-typed")
 

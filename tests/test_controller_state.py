@@ -105,6 +105,25 @@ def test_a_run_alloc_preempted_before_it_died_closes_when_the_plan_said_so(store
     assert store.runs() == [run("j1", 0.0, end=100.0)]
 
 
+def test_a_run_whose_preemption_the_cluster_refused_closes_when_it_is_no_longer_seen(store):
+    # The plan at 100 s preempted j1 but the requeue failed (recorded): j1 ran on. At 300 s
+    # it is gone with no end reported (the cluster requeued it itself): it ran until then.
+    from datetime import UTC, datetime
+
+    from alloc.adapters.base import ActionResult, ApplyReport
+    from alloc.domain import Action, Decision, Occupancy, Plan, Reason, SolverReport
+
+    store.observe(50.0, [run("j1", 0.0)])
+    stop = Decision("j1", Action.PREEMPT, Occupancy.ALLOCATED, Reason.REBALANCED)
+    report = SolverReport("greedy", "fallback", 0.0, None, None, 0.0)
+    round_id = store.record_plan(100.0, Plan(datetime.fromtimestamp(100, UTC), report, (stop,)))
+    refused = ActionResult("j1", Action.PREEMPT, False, "requeue, held failed: timed out")
+    store.record_apply(round_id, 101.0, ApplyReport((refused,)))
+    store.observe(200.0, [run("j1", 0.0)])
+    store.observe(300.0, [])
+    assert store.runs() == [run("j1", 0.0, end=300.0)]
+
+
 def test_a_sighting_older_than_a_run_does_not_close_it(store):
     store.observe(300.0, [run("j3", 290.0)])
     assert store.observe(100.0, []) == (0, 0)

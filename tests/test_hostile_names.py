@@ -515,7 +515,7 @@ def slurm_json(argv: tuple[str, ...]) -> str:
 def test_slurm_node_names_features_and_reasons_reach_status_and_explain_escaped(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(SlurmCommands, "run", lambda self, *argv: slurm_json(argv))
+    monkeypatch.setattr(SlurmCommands, "_once", lambda self, argv: slurm_json(tuple(argv)))
     config = tmp_path / "c.yaml"
     state = f"sqlite:///{tmp_path / 's.db'}"
     slurm = {"accounts": {"a": "a"}}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Protocol
 
 from alloc.domain import (
@@ -71,6 +72,28 @@ class EndedRun:
     ended: datetime
 
 
+class FaultKind(StrEnum):
+    FAILED = "failed"  # the command answered with an error (or could not be run)
+    TIMEOUT = "timeout"  # no answer within its time limit: it was killed
+    UNPARSABLE = "unparsable"  # it answered, but not with what it should (garbage, truncated)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorFault:
+    """One failed attempt of a call to the cluster manager: what went wrong, and whether (after
+    how long) it is tried again. A fault with `retry_in_s` None was the last attempt."""
+
+    kind: FaultKind
+    command: str  # the call, shortly: "scontrol requeuehold", "squeue --json"
+    message: str
+    attempt: int  # 1 for the first try
+    retry_in_s: float | None  # the wait before the next attempt; None: given up
+
+    @property
+    def gave_up(self) -> bool:
+        return self.retry_in_s is None
+
+
 def cluster_snapshot(
     now: datetime,
     policy: Policy,
@@ -113,4 +136,9 @@ class Executor(Protocol):
     def changes(self) -> str:
         """A cheap fingerprint of what a round reacts to (jobs queued, running or ended, host
         states): when it changes between rounds, the controller runs one early (an event)."""
+        ...
+
+    def faults(self) -> tuple[ExecutorFault, ...]:
+        """The failed attempts of calls to the cluster manager since the last call of this
+        (each reported once): the controller logs, counts and records them."""
         ...

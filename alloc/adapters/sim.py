@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from alloc.adapters.base import ActionResult, ApplyReport, EndedRun
+from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, ExecutorFault
 from alloc.domain import Action, Occupancy, Plan, Snapshot, WorkloadId
 from alloc.sim.world import World
 
@@ -19,6 +19,9 @@ class SimExecutor:
 
     def notes(self) -> dict[WorkloadId, str]:
         return {}  # every job is read as declared
+
+    def faults(self) -> tuple[ExecutorFault, ...]:
+        return ()  # its calls never fail
 
     def changes(self) -> str:
         """The simulator's engine drives its rounds from its own events; for a controller,

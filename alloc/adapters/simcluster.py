@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, HostResult
+from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, ExecutorFault, HostResult
 from alloc.domain import (
     Action,
     BudgetPath,
@@ -296,6 +296,9 @@ class SimCluster:
 
     def notes(self) -> dict[WorkloadId, str]:
         return {}  # every job is read as declared
+
+    def faults(self) -> tuple[ExecutorFault, ...]:
+        return ()  # its calls never fail
 
     def changes(self) -> str:
         """Moved one step per apply, the cluster changes only then (its clock moves). Following

@@ -140,14 +140,15 @@ def run(
                 if dry.observe(o):
                     stop.set()  # the trace is done (or nothing left can ever start)
                 return
+            faults = f"; {count(len(o.faults))} failed calls to the cluster" if o.faults else ""
             if o.error:
-                err.print(f"round failed: {shown(o.error)}", markup=False)
+                err.print(f"round failed: {shown(o.error)}{faults}", markup=False)
                 return
             status = o.plan.report.status if o.plan else "-"
             err.print(
                 f"round {o.round_id}: {count(o.started)} started, {count(o.preempted)} "
                 f"preempted, {count(o.failed)} failed; {status}; {o.seconds:.2f} s; "
-                f"{'full round' if o.kind == 'full' else 'event pass'}",
+                f"{'full round' if o.kind == 'full' else 'event pass'}{faults}",
                 markup=False,
             )
 

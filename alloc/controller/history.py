@@ -1,6 +1,7 @@
 """What the controller's state says it has done so far, for `alloc status`: its rounds by kind
 and solver status over the time they span (wall or simulated: the times the rounds were
-stamped with), the actions carried out, and the ledger's runs and charged GPU-hours."""
+stamped with), the actions carried out, the ledger's runs and charged GPU-hours, and the
+executor's faults (alloc.controller.faults)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import and_, func, select
 
+from alloc.controller.faults import fault_lines
 from alloc.controller.state import StateStore, actions, decisions, rounds, runs
 from alloc.domain import Action, Reason
 from alloc.readable import counted
@@ -24,7 +26,7 @@ def recorded_at(state_url: str) -> list[str]:
 
 
 def recorded(store: StateStore) -> list[str]:
-    """Lines on the rounds, actions and ledger recorded; none when no round was."""
+    """Lines on the rounds, actions, ledger and faults recorded; none when nothing was."""
     with store.engine.connect() as db:
         by_kind = {
             str(kind): (int(n), float(first), float(last))
@@ -69,7 +71,7 @@ def recorded(store: StateStore) -> list[str]:
             select(func.count(), func.count().filter(runs.c.ended_s.is_(None)))
         ).one()
     if not by_kind:
-        return []
+        return fault_lines(store)
     first = min(f for _, f, _ in by_kind.values())
     last = max(t for _, _, t in by_kind.values())
     full, passes = by_kind.get("full", (0,))[0], by_kind.get("event", (0,))[0]
@@ -84,7 +86,7 @@ def recorded(store: StateStore) -> list[str]:
         f"ledger: {counted(ran, 'run')} ({running} running); charged "
         "GPU-hours: " + (", ".join(f"{b} {h:,.1f}" for b, h in sorted(charged.items())) or "none"),
     ]
-    return lines
+    return lines + fault_lines(store)
 
 
 def _at(epoch_s: float) -> str:

@@ -19,9 +19,16 @@ One round, in an order that keeps the state consistent whenever the process dies
 A crash between 3 and 5 leaves a round recorded but not applied; the next round starts from a
 fresh snapshot, so nothing is started twice.
 
-Executor failures (a command that fails or hangs, the cluster manager down) end the round
-with the error recorded and are retried at the next round, after a backoff that doubles up to
-the interval; the state is never left half-written (every write is one transaction).
+Executor faults: each call to the cluster manager has a timeout and is tried again with backoff
+by the executor; every failed attempt (failed, timeout, unparsable) comes back in the round's
+outcome, is logged, recorded (alloc.controller.faults: `alloc status`) and counted
+(`alloc_executor_errors_total{kind}`). A call that still fails ends the round with the error
+recorded if the round needed its answer (reading the cluster), or fails its action, reported
+with how far it got, if it was acting. Either way nothing is assumed of it: the next round is
+a full round, after a backoff that doubles up to the interval, that reads the cluster again
+and plans from what it shows; the ledger opens runs only for work the cluster shows running,
+and closes a preempted run at the time alloc stopped it only when the preemption went
+through. The state is never left half-written (every write is one transaction).
 
 Intervals, polls and the times recorded are the `clock`'s: the wall clock beside a real
 cluster, or a simulated cluster's own clock (alloc.sim.clock), on which waiting takes no time:
@@ -36,8 +43,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from alloc.adapters.base import ApplyReport, Executor
+from alloc.adapters.base import ApplyReport, Executor, ExecutorFault
 from alloc.controller.build import controller_view
+from alloc.controller.faults import record_faults
 from alloc.controller.state import Run, StateStore
 from alloc.domain import Action, BudgetTree, Plan, Snapshot
 from alloc.policy.contract import allocated_in
@@ -61,6 +69,13 @@ class RoundOutcome:
     failed: int = 0
     seconds: float = 0.0
     error: str = ""
+    faults: tuple[ExecutorFault, ...] = ()  # failed attempts of calls to the cluster manager
+
+    @property
+    def troubled(self) -> bool:
+        """The round failed, an action failed or a call had to be tried again: the next
+        round is a full one, after a backoff."""
+        return bool(self.error or self.failed or self.faults)
 
 
 @dataclass
@@ -90,6 +105,7 @@ class Controller:
             log.warning("round failed: %s", exc)
             outcome = RoundOutcome(self.clock.now(), error=f"{type(exc).__name__}: {exc}")
         outcome.seconds = time.perf_counter() - began
+        outcome.faults = self._faults(outcome)
         self.history.append(outcome)
         del self.history[:-100]
         return outcome
@@ -139,6 +155,21 @@ class Controller:
             failed=len(report.failed) + len(report.failed_hosts),
         )
 
+    def _faults(self, outcome: RoundOutcome) -> tuple[ExecutorFault, ...]:
+        """The executor's faults of this round (and of the change polls before it), recorded."""
+        faults: tuple[ExecutorFault, ...] = ()
+        try:
+            faults = tuple(self.executor.faults())
+            if faults:
+                gave_up = sum(f.gave_up for f in faults)
+                log.warning(
+                    "%d failed attempts of calls to the cluster, %d given up", len(faults), gave_up
+                )
+                record_faults(self.store, outcome.at_s, outcome.round_id, faults)
+        except Exception as exc:  # noqa: BLE001 - a state store down fails the next round
+            log.warning("cannot record the executor's faults: %s", exc)
+        return faults
+
     def _observe(self, snapshot: Snapshot, now_s: float) -> None:
         running = [
             Run(w.id, w.started.timestamp(), w.budget, w.gpus, allocated_in(snapshot.budgets, w))
@@ -158,8 +189,9 @@ class Controller:
         on_round: Callable[[RoundOutcome], None] | None = None,
     ) -> None:
         """A full round every `interval_s` and event passes between them, until `stop` is
-        set (or `rounds` rounds of either kind have run); after a failed round the next one
-        is a full round, after a wait that doubles, up to the interval, from 1 s."""
+        set (or `rounds` rounds of either kind have run); after a troubled round (it
+        failed, an action failed, a call was tried again) the next one is a full round, after
+        a wait that doubles, up to the interval, from 1 s."""
         stop = stop or threading.Event()
         backoff = 1.0
         done = 0
@@ -171,7 +203,7 @@ class Controller:
             if on_round is not None:
                 on_round(outcome)
             done += 1
-            if outcome.error:
+            if outcome.troubled:
                 next_full = clock.monotonic() + min(backoff, self.interval_s)
                 backoff *= 2
             else:
@@ -181,7 +213,7 @@ class Controller:
             if rounds is not None and done >= rounds:
                 break
             wait = max(0.0, next_full - clock.monotonic())
-            event = self._wait(stop, wait, outcome.error == "")
+            event = self._wait(stop, wait, not outcome.troubled)
 
     def _wait(self, stop: threading.Event, wait_s: float, events: bool) -> bool:
         """Until the next periodic round (False), or an event (True): the cluster's

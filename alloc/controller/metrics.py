@@ -17,7 +17,8 @@ round, and the health of the controller itself.
   feasible, fallback, greedy, event, failed), `alloc_fallbacks_total` (rounds in which the MILP
   failed and the greedy answered; not rounds of a controller told to use the greedy),
   `alloc_starts_total`, `alloc_preemptions_total{reason}`, `alloc_action_failures_total`,
-  `alloc_drains_total`.
+  `alloc_drains_total`, `alloc_executor_errors_total{kind}` (failed attempts of calls to the
+  cluster manager: failed, timeout, unparsable; each attempt counts, retried or not).
 """
 
 from __future__ import annotations
@@ -108,6 +109,12 @@ class ControllerMetrics:
             "alloc_action_failures", "Actions the cluster refused", registry=r
         )
         self.drains = Counter("alloc_drains", "Drained hosts handed over", registry=r)
+        self.executor_errors = Counter(
+            "alloc_executor_errors",
+            "Failed attempts of calls to the cluster manager (failed, timeout, unparsable)",
+            ["kind"],
+            registry=r,
+        )
         self.installed = Gauge("alloc_installed_gpus", "GPUs installed", registry=r)
         self.ready = Gauge("alloc_ready_gpus", "GPUs on ready hosts", registry=r)
         self.held = Gauge(
@@ -161,6 +168,8 @@ class ControllerMetrics:
 
     def observe(self, outcome: RoundOutcome) -> None:
         self.round_seconds.observe(outcome.seconds)
+        for fault in outcome.faults:
+            self.executor_errors.labels(fault.kind.value).inc()
         plan, snapshot = outcome.plan, outcome.snapshot
         if outcome.error or plan is None or snapshot is None:
             self.rounds.labels("failed").inc()

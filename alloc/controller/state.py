@@ -93,6 +93,20 @@ actions = Table(
     Column("detail", String(2000), nullable=False),
 )
 
+# Failed attempts of calls to the cluster manager (alloc.controller.faults writes and reads them).
+executor_faults = Table(
+    "executor_faults",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at_s", Float, nullable=False, index=True),  # the round's time
+    Column("round_id", Integer, nullable=True),  # None: the round failed before its plan
+    Column("kind", String(20), nullable=False),  # failed | timeout | unparsable
+    Column("command", String(200), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("retry_in_s", Float, nullable=True),  # None: the last attempt (given up)
+    Column("message", String(500), nullable=False),
+)
+
 budget_changes = Table(
     "budget_changes",
     metadata,
@@ -418,16 +432,26 @@ def _run(row: object) -> Run:
 
 
 def _preempted_at(db: object, key: tuple[str, float]) -> list[float]:
-    """When a recorded plan first preempted this run (written before it was applied)."""
+    """When a recorded plan first preempted this run (written before it was applied), unless
+    the cluster refused that preemption (its action recorded failed: the run went on)."""
     workload, started_s = key
+    refused = and_(
+        actions.c.round_id == decisions.c.round_id,
+        actions.c.workload == decisions.c.workload,
+        actions.c.action == "preempt",
+        actions.c.ok.is_(False),
+    )
     first = db.execute(  # type: ignore[attr-defined]
         select(func.min(rounds.c.at_s))
-        .select_from(decisions.join(rounds, decisions.c.round_id == rounds.c.id))
+        .select_from(
+            decisions.join(rounds, decisions.c.round_id == rounds.c.id).outerjoin(actions, refused)
+        )
         .where(
             and_(
                 decisions.c.workload == workload,
                 decisions.c.action == "preempt",
                 rounds.c.at_s >= started_s,
+                actions.c.id.is_(None),
             )
         )
     ).scalar()

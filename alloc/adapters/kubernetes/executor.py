@@ -35,6 +35,7 @@ from alloc.adapters.base import (
     ActionResult,
     ApplyReport,
     EndedRun,
+    ExecutorFault,
     cluster_snapshot,
 )
 from alloc.adapters.kubernetes.api import KubeApi, KubeError
@@ -113,6 +114,9 @@ class KubernetesExecutor:
 
     def notes(self) -> dict[WorkloadId, str]:
         return dict(self.problems)
+
+    def faults(self) -> tuple[ExecutorFault, ...]:
+        return ()  # the API client retries on its own (alloc.adapters.kubernetes.api)
 
     def changes(self) -> str:
         """The managed pods with their phases, nodes, labels and annotations, and the nodes

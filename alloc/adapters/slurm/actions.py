@@ -74,6 +74,7 @@ class SlurmAction:
     detail: str
     ok: bool = True
     found: bool = True  # the job is in Slurm
+    hosts: tuple[HostName, ...] = ()  # a start's planned nodes; the nodes a preempted job frees
 
     @property
     def action(self) -> Action:
@@ -140,7 +141,8 @@ def _job_action(
     kind = action.value
 
     def act(detail: str, *steps: Step, ok: bool = True) -> SlurmAction:
-        return SlurmAction(kind, job_id, None, steps, detail, ok)
+        nodes = job.hosts if action is Action.PREEMPT else hosts
+        return SlurmAction(kind, job_id, None, steps, detail, ok, hosts=nodes)
 
     if action is Action.PREEMPT:
         if job.pending:

@@ -15,6 +15,15 @@ Applying the same plan twice changes nothing the second time: each action is che
 the cluster as read at the start of `apply` (a running job is not started again, a stopped
 one not stopped again) and reported ok with what was found. Which commands an action takes is
 chosen in one place, alloc.adapters.slurm.actions, which `alloc export --to slurm` uses too.
+
+Faults (alloc.adapters.slurm.commands: each command has a timeout and is retried with
+backoff): an action whose command still fails is reported failed, saying how far it got
+("pin to a,b done; release failed: ..."), and nothing is assumed of it. A start whose
+planned nodes are still held by a job whose preemption failed is not released (Slurm would
+start the gang there by itself once they free): it is reported failed too. A gang is one
+Slurm job, which Slurm starts on all its nodes at once or not at all, so a half-done apply
+never leaves a gang running in part; the next round reads the cluster again and plans from
+what it shows (the jobs stopped so far wait held, the rest still run).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from alloc.adapters.base import (
     ActionResult,
     ApplyReport,
     EndedRun,
+    ExecutorFault,
     HostResult,
     cluster_snapshot,
 )
@@ -100,6 +110,9 @@ class SlurmExecutor:
     def notes(self) -> dict[WorkloadId, str]:
         return dict(self.problems)
 
+    def faults(self) -> tuple[ExecutorFault, ...]:
+        return self.commands.take_faults()
+
     def changes(self) -> str:
         """Jobs with their states and nodes with theirs, in Slurm's short forms (cheap)."""
         jobs = self.commands.run("squeue", "-h", "-o", "%i %T %r")
@@ -118,15 +131,20 @@ class SlurmExecutor:
 
     def carry_out(self, actions: Iterable[SlurmAction]) -> ApplyReport:
         """Run each action's steps in order; an action whose step fails stops there and is
-        reported failed with Slurm's message, and the next action is tried."""
+        reported failed with how far it got and Slurm's message, and the next action is
+        tried, except a start onto nodes a failed preemption left busy."""
         results, hosts = [], []
+        busy: dict[HostName, WorkloadId] = {}  # nodes whose job's preemption failed
         for a in actions:
             ok, detail = a.ok, a.detail
-            try:
-                for step in a.steps:
-                    self.commands.run(*step.argv)
-            except SlurmError as e:
-                ok, detail = False, e.message
+            blocking = sorted({busy[h] for h in a.hosts if h in busy}) if a.kind == "start" else []
+            if blocking and a.steps:
+                still = ", ".join(blocking)
+                ok, detail = False, f"not released: its nodes still run {still} (not preempted)"
+            else:
+                ok, detail = self._steps(a, ok, detail)
+                if not ok and a.kind == "preempt" and a.workload is not None:
+                    busy.update(dict.fromkeys(a.hosts, a.workload))
             if a.host is not None:
                 hosts.append(HostResult(a.host, ok, detail, changed=bool(a.steps)))
                 continue
@@ -142,3 +160,13 @@ class SlurmExecutor:
                 )
             )
         return ApplyReport(tuple(results), tuple(hosts))
+
+    def _steps(self, a: SlurmAction, ok: bool, detail: str) -> tuple[bool, str]:
+        """(ok, detail) once the action's steps ran, or stopped at the first that failed."""
+        for done, step in enumerate(a.steps):
+            try:
+                self.commands.run(*step.argv)
+            except SlurmError as e:
+                before = "".join(f"{s.label} done; " for s in a.steps[:done])
+                return False, f"{before}{step.label} failed: {e.message}"
+        return ok, detail
