@@ -24,20 +24,22 @@ from alloc.solve.context import RoundContext
 
 @dataclass(frozen=True, slots=True)
 class QueueRow:
-    position: int | None  # place in the queue (alloc.queue.queue_positions); None: cannot start now
+    position: int | None  # place in the queue (alloc.queue.queue_positions); None: blocked
     workload: WorkloadId
     budget: str
     gpus: int
     priority: int
     waiting_s: float
     decision: str  # e.g. "start (under_allocation)", "wait (over_allocation)"
-    standing: str  # entitled | over its entitlement | unallocated | cannot start now
-    path: str  # "nlp 0.82 > nlp/olmo 0.95": window ratios from the top level down
+    standing: str  # entitled | over its entitlement | unallocated | blocked
+    path: str  # "nlp 0.82 > olmo 0.95": window ratios from the top level down
 
 
 def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
     """Queued work in the round's order (entitled by fair-share rank, then work over its
-    entitlement, then unallocated work), then queued work that cannot start now."""
+    entitlement, then unallocated work), then blocked queued work: work that has no place in
+    the order, as it could not start this round even if all the work the round may stop made
+    way (models/round.md 2.3)."""
     snapshot = ctx.snapshot
     ratios = ctx.share.ratios
     position = queue_positions(snapshot, ctx.order)
@@ -47,7 +49,7 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
     for w in queued:
         d = plan.decision(w.id)
         if w.id not in position:
-            standing = "cannot start now"
+            standing = "blocked"
         elif w.id in ctx.share.entitled:
             standing = "entitled"
         elif w.id in ctx.share.rank:
@@ -55,7 +57,10 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
         else:
             standing = "unallocated"
         path = (
-            " > ".join(f"{p} {ratio(ratios.get(p, math.inf), 2)}" for p in path_prefixes(w.budget))
+            " > ".join(
+                f"{p.rsplit('/', 1)[-1]} {ratio(ratios.get(p, math.inf), 2)}"
+                for p in path_prefixes(w.budget)
+            )
             if w.budget and ctx.standings[w.id].funded
             else _unfunded(snapshot.budgets, w)
         )

@@ -70,10 +70,12 @@ def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_p
     status = alloc("status", "--config", config)
     assert status.exit_code == 0, status.stderr
     lines = status.stdout.splitlines()
-    (row,) = [line for line in lines if line.split()[:2] == ["-", "c"]]  # rank -: cannot start
+    (row,) = [line for line in lines if line.split()[:2] == ["-", "c"]]  # -: blocked
     (last,) = [line for line in lines if line.split()[:1] == ["c"]]  # what was last decided
-    assert "vision" in row and "wait (no_room)" in row and "cannot start now" in row
-    assert "#: place in the queue, in the round's order (-: it cannot start now)" in status.stdout
+    assert "vision" in row and "wait (no_room)" in row and "blocked" in row
+    assert "#: place in the queue, in the round's order; -: blocked, no place this round" in (
+        status.stdout
+    )
     assert "running: 2 kept" in status.stdout
     # Which kind of round last decided each workload: here, full rounds (no event came).
     assert "full round" in last and "15 min ago" in last and "wait (no_room)" in last

@@ -455,7 +455,9 @@ def test_names_a_cluster_reports_are_shown_escaped(live, args, expected):
 
 
 def test_the_status_table_escapes_a_reported_id_before_it_is_fitted_to_the_width(live):
-    result = alloc("status", "--config", live, "--solver", "greedy")
+    result = CliRunner().invoke(
+        app, ["status", "--config", str(live), "--solver", "greedy"], env={"COLUMNS": "80"}
+    )
     rows = [line for line in result.stdout.splitlines() if "ns/w" in line]
     assert rows and all(len(line) <= 80 for line in rows)  # escaped, measured, then cut
     assert hidden(result.stdout) == []

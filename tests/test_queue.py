@@ -414,7 +414,12 @@ def test_the_table_fits_80_columns_with_one_line_per_workload(lab):
     assert keeper[3:9] == ["4", "any", "-", "2", "h", "0.53"] and keeper[-1] == "protected"
     huge = body[5].split()
     assert huge[3:7] == ["64", "any", "2", "d"] and huge[-1] == "too_large"
-    assert body[4].split()[-1] == "under_allocation"  # reasons kept whole where possible
+    # Ids and paths keep what tells them apart; reasons are written shorter, with a legend.
+    assert body[4].split()[-1] == "under_alloc" and body[2].split()[-1] == "displaced"
+    legend, *foot = foot
+    assert (
+        legend == "abbreviated: under_alloc = under_allocation, displaced = unallocated_displaced"
+    )
     assert " ".join(line.strip() for line in foot) == (
         "6 workloads, 89 GPUs: 1 running-protected (4 GPUs), 1 running (4 GPUs), "
         "1 preempted (8 GPUs), 2 starting (9 GPUs), 1 waiting (64 GPUs)"
@@ -431,20 +436,25 @@ def test_a_wide_terminal_or_wide_shows_ids_and_paths_whole(lab):
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
-def test_piped_output_fits_80_columns(lab, encoding):
+def test_piped_output_is_whole_unless_columns_says_a_width(lab, encoding):
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    done = subprocess.run(
-        [sys.executable, "-m", "alloc.cli.app", "queue", str(lab), "--solver", "greedy"],
-        capture_output=True,
-        env={**env, "PYTHONIOENCODING": encoding},
-        cwd=Path(__file__).parent.parent,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.decode(encoding).splitlines()
-    assert len(lines) >= 8 and all(len(line) <= 80 for line in lines), lines
-    # A log in a legacy encoding gets a one-column mark for the shortened ids and paths.
-    assert ("…" if encoding == "utf-8" else "*") in lines[4].split()[0]
+    command = [sys.executable, "-m", "alloc.cli.app", "queue", str(lab), "--solver", "greedy"]
+    for columns in (None, 80):
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            env={**env, "PYTHONIOENCODING": encoding, **({"COLUMNS": "80"} if columns else {})},
+            cwd=Path(__file__).parent.parent,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.decode(encoding).splitlines()
+        if columns is None:  # a pipe without a width, as kubectl get writes it: all whole
+            assert LONG_ID in lines[4] and LONG_PATH in lines[4] and len(lines) == 8, lines
+            continue
+        assert len(lines) >= 8 and all(len(line) <= 80 for line in lines), lines
+        # A log in a legacy encoding gets a one-column mark for the shortened ids and paths.
+        assert ("…" if encoding == "utf-8" else "*") in lines[4].split()[0]
 
 
 def test_a_filter_that_leaves_nothing_shows_the_header_and_the_footer(lab):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,9 @@ from typer.testing import CliRunner
 
 from alloc.cli.app import app
 from alloc.cli.columns import Column, fit, format_row, lines, shorten_middle, shorten_path
+from alloc.cli.queue_table import REASONS
 from alloc.cli.tables import print_table
+from alloc.domain import Reason
 
 ROOT = Path(__file__).resolve().parents[1]
 BOX = set("┏┓┗┛┃━┡┩│└┘┌┐─┬┴┼╇╈╋")
@@ -174,3 +177,80 @@ def test_a_heading_row_uses_the_whole_line_of_the_table():
     assert layout.full == len("team / run") + 2 + len("80.0%")
     assert format_row(columns, layout, [LONG]) == shorten_middle(LONG, layout.full)
     assert format_row(columns, layout, ["nlp"]) == "nlp"
+
+
+# -- alloc status and alloc queue in 80 columns ----------------------------------------------
+
+
+def invoke(*args: str | Path, columns: int | None = 80) -> list[str]:
+    env = {"COLUMNS": None if columns is None else str(columns)}  # None: unset, as in a pipe
+    result = CliRunner().invoke(app, [str(a) for a in args], env=env)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled controller config, 3 simulated hours in: j13 and j18 wait (README)."""
+    folder = tmp_path_factory.mktemp("dry") / "controller"
+    here = ROOT / "instances" / "controller"
+    shutil.copytree(here, folder, ignore=shutil.ignore_patterns("*.db"))
+    invoke("controller", "run", "--config", folder / "dry-run.yaml", "--clock", "simulated",
+           "--until", "3h")  # fmt: skip
+    return folder / "dry-run.yaml"
+
+
+def test_status_in_80_columns_fits_every_line_and_numbers_the_queue_as_its_legend_says(dry_run):
+    out = invoke("status", "--config", dry_run)
+    assert all(len(line) <= 80 for line in out), out  # were 85-86 (rows), 101, 109 and 167
+    head = next(i for i, line in enumerate(out) if line.split()[:2] == ["#", "workload"])
+    rows = [
+        line.split() for line in out[head + 1 : out.index(next(x for x in out if x[:2] == "#:"))]
+    ]
+    assert [r[:2] for r in rows] == [["1", "j13"], ["2", "j18"]]  # waiting, both in line
+    legend = " ".join(" ".join(out[head + 1 + len(rows) :]).split())
+    assert "#: place in the queue, in the round's order; -: blocked, no place this round" in legend
+    for r in rows:  # numbered exactly when not blocked, 1 first, in order
+        assert (r[0] == "-") == ("blocked" in r)
+    assert [int(r[0]) for r in rows if r[0] != "-"] == list(range(1, len(rows) + 1))
+    assert not any("…" in " ".join(r[5:]) for r in rows)  # the decision is never cut
+    assert "rounds: 70 from" in legend and out[-1].startswith("  ")  # prose broken at spaces
+    piped = invoke("status", "--config", dry_run, columns=None)
+    assert any(line.startswith("rounds: 70 from") and len(line) > 80 for line in piped)
+    assert "nlp 0.01 > tulu 0.00" in piped[3]  # in a pipe, whole
+
+
+def test_queue_of_a_generated_lab_in_80_columns_keeps_budgets_apart_and_reasons_readable(tmp_path):
+    lab, plan = tmp_path / "lab16.yaml", tmp_path / "plan16.json"
+    invoke("generate", "--hosts", "16", "-o", lab)
+    invoke("solve", lab, "-o", plan)
+    wide = invoke("queue", lab, "--plan", plan, columns=None)  # a pipe: nothing shortened
+    n = len(wide) - 2  # the header and the footer on one line
+    out = invoke("queue", lab, "--plan", plan)
+    assert all(len(line) <= 80 for line in out), out
+    full = {line.split()[0]: line.split()[2] for line in wide[1 : n + 1]}
+    shown = {line.split()[0]: line.split()[2] for line in out[1 : n + 1]}
+    assert full.keys() == shown.keys() and any("…" in b for b in shown.values())
+    # Different budgets never read alike (science/team3/r12 and robotics/team2/r12 both read
+    # `…/t…/r12` before), and here each keeps its team and leaf whole.
+    assert len(set(shown.values())) == len(set(full.values()))
+    assert all(b.split("/")[-2:] == full[w].split("/")[-2:] for w, b in shown.items())
+    legend, code_of = " ".join(" ".join(out[n + 1 :]).split()), {v: k for k, v in REASONS.items()}
+    for line in out[1 : n + 1]:  # each reason whole, or written shorter as the legend says
+        reason = line.split()[-1]
+        assert reason in set(Reason) or f"{reason} = {code_of[reason]}" in legend, line
+
+
+def test_paths_keep_the_number_a_node_ends_in_and_never_read_alike():
+    paths = ["vision/team3/r34", "robotics/team1/r34", "science/team3/r34", "nlp/team2/r34"]
+    assert shorten_path(paths[0], 11) == "v…/t…3/r34"
+    column = Column("budget", shorten=shorten_path, stages=((1, 1),), distinct=True)
+    for width in range(4, 20):
+        shown = lines([column], [[p] for p in paths], width)[1:]
+        assert len(set(shown)) == len(paths), (width, shown)
+
+
+def test_codes_are_written_shorter_before_they_are_cut():
+    column = Column("reason", shorten=shorten_path, codes=REASONS)
+    assert column.cut("wait (over_allocation)", 17) == "wait (over_alloc)"
+    assert column.cut("unallocated_displaced", 9) == "displaced"

@@ -4,16 +4,19 @@
 A row is one line whatever the width. Columns are as wide as their widest cell (or header),
 two spaces apart. When that is wider than the width, the columns that may be shortened are
 narrowed one character at a time, widest first, stage by stage (`Column.stages`: how far
-each may go at each stage), their longer cells shortened with an ellipsis (`shorten_end`,
-`shorten_middle`, `shorten_path`); numbers are never cut. A row of one cell is a group
-heading and may use the whole line. Every cell is shown as `alloc.printable.shown` writes it
-(a name a cluster reports may hold an escape sequence or a line break), before it is
-measured."""
+each may go at each stage): the codes of a column written shorter (`Column.codes`,
+`over_allocation` -> `over_alloc`, explained by `abbreviations`), then its longer cells
+shortened with an ellipsis (`shorten_end`, `shorten_middle`, `shorten_path`); numbers are
+never cut, and a column of names (`Column.distinct`: ids, budget paths) never so far that two
+of its different cells read the same. A row of one cell is a group heading and may use the
+whole line. Every cell is shown as `alloc.printable.shown` writes it (a name a cluster reports
+may hold an escape sequence or a line break), before it is measured (`visible`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from alloc.printable import shown
 
@@ -21,6 +24,7 @@ __all__ = [
     "ELLIPSIS",
     "Column",
     "Layout",
+    "abbreviations",
     "fit",
     "format_row",
     "lines",
@@ -29,6 +33,7 @@ __all__ = [
     "shorten_path",
     "shorten_middle_keep_tail",
     "visible",
+    "wrap",
 ]
 
 ELLIPSIS = "…"
@@ -62,15 +67,23 @@ def shorten_middle_keep_tail(text: str, width: int) -> str:
     return _middle(text, width, (width - 1) // 2)
 
 
+def _initial(node: str) -> str:
+    """A node of a path cut to its first letter and the number it ends in, which tells
+    siblings apart: `vision` -> `v…`, `team3` -> `t…3`, `team12` -> `t…12`."""
+    number = node[len(node.rstrip("0123456789")) :]
+    short = node[0] + ELLIPSIS + number
+    return short if len(short) < len(node) else node
+
+
 def shorten_path(text: str, width: int) -> str:
-    """A budget path keeps its leaf: the nodes above it are cut to their first letter from the
-    top down (`v…/c…/alice`), then what is left loses its start (`…/alice`)."""
+    """A budget path keeps its leaf: the nodes above it are cut to their first letter (and
+    the number they end in) from the top down (`v…/c…/alice`, `v…/t…3/r34`), then what is
+    left loses its start (`…/alice`)."""
     parts = text.split("/")
     for i in range(len(parts) - 1):
         if len("/".join(parts)) <= width:
             break
-        if len(parts[i]) > 2:
-            parts[i] = parts[i][0] + ELLIPSIS
+        parts[i] = _initial(parts[i])
     short = "/".join(parts)
     return short if len(short) <= width else ELLIPSIS + short[len(short) - max(0, width - 1) :]
 
@@ -79,9 +92,28 @@ def shorten_path(text: str, width: int) -> str:
 class Column:
     head: str
     right: bool = False  # numbers align right
-    shorten: Callable[[str, int], str] | None = None  # None: never shortened
+    shorten: Callable[[str, int], str] | None = None  # None: never cut
     # How far it may be narrowed at each stage of `fit`, as (stage, width) pairs.
     stages: tuple[tuple[int, int], ...] = ()
+    # Codes in its cells written shorter where a cell does not fit (`over_allocation` ->
+    # `over_alloc`), before it is cut; the table's legend says what they stand for.
+    codes: Mapping[str, str] = field(default_factory=dict)
+    distinct: bool = False  # names: never narrowed so far that two different cells read alike
+
+    def cut(self, text: str, width: int) -> str:
+        """The cell in `width`: whole if it fits, else with its codes written shorter (the
+        longest first) until it does, else shortened (if it may be)."""
+        if len(text) <= width:
+            return text
+        for code in sorted(self.codes, key=len, reverse=True):
+            text = text.replace(code, self.codes[code])
+            if len(text) <= width:
+                return text
+        return text if self.shorten is None else self.shorten(text, width)
+
+    @property
+    def narrows(self) -> bool:
+        return self.shorten is not None or bool(self.codes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +145,7 @@ def fit(
     if width is None or sum(widths) + GAP * (len(columns) - 1) <= width:
         return Layout(widths, " " * GAP)
     over = sum(widths) + tight * (len(columns) - 1) - width
+    names = {i: set(_cells(columns, rows, i)[1:]) for i, c in enumerate(columns) if c.distinct}
     for stage in sorted({s for c in columns for s, _ in c.stages}):
         least = {i: w for i, c in enumerate(columns) for s, w in c.stages if s == stage}
         while over > 0:
@@ -120,10 +153,18 @@ def fit(
             if not room:
                 break
             widest = max(room, key=lambda i: (widths[i], -i))
+            if widest in names and not _distinct(columns[widest], names[widest], widths[widest]):
+                del least[widest]  # two names would read alike: as narrow as it goes
+                continue
             widths[widest] -= 1
             over -= 1
     _give_back(columns, rows, natural, widths)
     return Layout(widths, " " * tight)
+
+
+def _distinct(column: Column, names: set[str], width: int) -> bool:
+    """Whether the names still read apart with the column one character narrower."""
+    return len({column.cut(name, width - 1) for name in names}) == len(names)
 
 
 def _give_back(
@@ -134,12 +175,10 @@ def _give_back(
 ) -> None:
     """A shortened column whose cells came out narrower than its width (a path cut at its
     slashes) gives the rest to the other shortened columns, those shortened last first."""
-    cut = [i for i, c in enumerate(columns) if c.shorten is not None and widths[i] < natural[i]]
+    cut = [i for i, c in enumerate(columns) if c.narrows and widths[i] < natural[i]]
     spare = 0
     for i in cut:
-        shorten = columns[i].shorten
-        assert shorten is not None
-        used = max(len(shorten(t, widths[i])) for t in _cells(columns, rows, i))
+        used = max(len(columns[i].cut(t, widths[i])) for t in _cells(columns, rows, i))
         spare += widths[i] - used
         widths[i] = used
     for i in sorted(cut, key=lambda i: -max((s for s, _ in columns[i].stages), default=0)):
@@ -155,8 +194,7 @@ def format_row(columns: Sequence[Column], layout: Layout, cells: Sequence[str]) 
         return (columns[0].shorten or shorten_end)(cells[0], layout.full)
     parts = []
     for c, w, text in zip(columns, layout.widths, cells, strict=True):
-        if c.shorten is not None:
-            text = c.shorten(text, w)
+        text = c.cut(text, w)
         parts.append(text.rjust(w) if c.right else text.ljust(w))
     return layout.sep.join(parts).rstrip()
 
@@ -164,6 +202,18 @@ def format_row(columns: Sequence[Column], layout: Layout, cells: Sequence[str]) 
 def visible(rows: Sequence[Sequence[str]]) -> list[list[str]]:
     """The rows with every cell as it is shown (`alloc.printable.shown`)."""
     return [[shown(cell) for cell in row] for row in rows]
+
+
+def abbreviations(columns: Sequence[Column], layout: Layout, rows: Sequence[Sequence[str]]) -> str:
+    """What the codes written shorter in these rows stand for, for the table's legend
+    (`over_alloc = over_allocation, displaced = unallocated_displaced`); "" when none is."""
+    used = []
+    for i, c in enumerate(columns):
+        cells = {r[i]: c.cut(r[i], layout.widths[i]) for r in rows if len(r) == len(columns)}
+        for code, short in c.codes.items():
+            if any(code in text and code not in cut for text, cut in cells.items()):
+                used.append(f"{short} = {code}")
+    return ", ".join(used)
 
 
 def lines(
@@ -178,3 +228,13 @@ def lines(
     return [format_row(columns, layout, [c.head for c in columns])] + [
         format_row(columns, layout, r) for r in rows
     ]
+
+
+def wrap(text: str, width: int | None) -> list[str]:
+    """A line of prose broken at spaces to fit `width`, the lines after the first indented by
+    two spaces (a word longer than the width stays whole); one line when `width` is None."""
+    if width is None or len(text) <= width:
+        return [text]
+    return textwrap.wrap(
+        text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )

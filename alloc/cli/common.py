@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ __all__ = [
     "on_the_command_line",
     "out",
     "say_replaced",
+    "table_width",
     "write_atomically",
 ]
 
@@ -52,6 +54,18 @@ def console(stderr: bool = False) -> Console:
     (`alloc.cli.tables`) fit the width COLUMNS gives, else a terminal's, else 80."""
     stream = sys.stderr if stderr else sys.stdout
     return _Console(stderr=stderr, soft_wrap=not stream.isatty())
+
+
+def table_width() -> int | None:
+    """The width `alloc queue` and `alloc status` fit their lines to: COLUMNS, else the
+    terminal's; None (nothing shortened, no line broken) in a pipe or a log file, as
+    `kubectl get` writes there."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
 out = console()

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path
-from alloc.cli.common import guarded, out
+from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path, wrap
+from alloc.cli.common import guarded, out, table_width
+from alloc.cli.queue_table import REASONS
 from alloc.cli.tables import print_table
 from alloc.printable import shown
 from alloc.readable import count
@@ -22,11 +23,33 @@ if TYPE_CHECKING:
 
 
 # How far the text columns of `alloc status` may be narrowed (as in `alloc queue`): names and
-# paths first, then the ratios along the path, the decision last.
-NAME = ((1, 12), (3, 8))
-PATH = ((1, 10), (3, 6))
+# paths to a readable width, then the ratios along the path (their names go), the decision
+# (its reason written shorter) and the standing, then names and paths to their least (never so
+# far that two read alike), the decision last cut.
+NAME = ((1, 12), (5, 8))
+PATH = ((1, 16), (5, 6))
 RATIOS = ((2, 12),)
-DECISION = ((4, 16),)
+DECISION = ((3, 19), (6, 16))
+STANDING = ((4, 11),)
+STANDINGS = {"over its entitlement": "over"}
+
+
+def shorten_ratios(text: str, width: int) -> str:
+    """The ratios along a path keep their numbers: the names of its nodes go first, from the
+    top down (`nlp 0.01 > tulu 0.95` -> `0.01 > tulu 0.95` -> `0.01 > 0.95`; the budget
+    column names them), then the end is cut."""
+    steps = text.split(" > ")
+    for i, step in enumerate(steps):
+        if len(" > ".join(steps)) <= width:
+            break
+        steps[i] = step.rsplit(" ", 1)[-1]
+    return shorten_end(" > ".join(steps), width)
+
+
+def say(text: str, width: int | None) -> None:
+    """A line of prose, broken at spaces to the width (`table_width`)."""
+    for line in wrap(text, width):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def live(config: Path) -> Snapshot:
@@ -83,18 +106,21 @@ def status(
         snapshot, notes, last = _live(config)
         result = solve_round(snapshot, RoundOptions(solver=solver))
         counts = running_counts(result.plan, result.context)
+        width = table_width()
+        rows = queue_rows(result.context, result.plan)
+        prio = any(r.priority for r in rows)  # a column only when some workload has one
         print_table(
             out,
             [
                 Column("#", right=True),
-                Column("workload", shorten=shorten_middle, stages=NAME),
-                Column("budget", shorten=shorten_path, stages=PATH),
+                Column("workload", shorten=shorten_middle, stages=NAME, distinct=True),
+                Column("budget", shorten=shorten_path, stages=PATH, distinct=True),
                 Column("GPUs", right=True),
-                Column("prio", right=True),
+                *([Column("prio", right=True)] if prio else []),
                 Column("waiting", right=True),
-                Column("this round", shorten=shorten_end, stages=DECISION),
-                Column("standing"),
-                Column("ratios", shorten=shorten_end, stages=RATIOS),
+                Column("this round", shorten=shorten_end, stages=DECISION, codes=REASONS),
+                Column("standing", stages=STANDING, codes=STANDINGS),
+                Column("ratios", shorten=shorten_ratios, stages=RATIOS),
             ],
             [
                 [
@@ -102,20 +128,22 @@ def status(
                     r.workload,
                     r.budget,
                     count(r.gpus),
-                    str(r.priority),
+                    *([str(r.priority)] if prio else []),
                     waited(r.waiting_s),
                     r.decision,
                     r.standing,
                     r.path,
                 ]
-                for r in queue_rows(result.context, result.plan)
+                for r in rows
             ],
             title=f"{snapshot.cluster.name} at {snapshot.now:%Y-%m-%d %H:%M:%S %Z}: queue in "
             "the round's order (lower fair-share ratio first, level by level)",
             legend=[
-                "#: place in the queue, in the round's order (-: it cannot start now)",
+                "#: place in the queue, in the round's order; -: blocked, no place this round "
+                "(it could not start even if all the work the round may stop made way)",
                 "ratios: the fair-share ratios along its budget path, from the top down",
             ],
+            width=width,
         )
         if last:
             now_s = snapshot.now.timestamp()
@@ -128,14 +156,15 @@ def status(
             print_table(
                 out,
                 [
-                    Column("workload", shorten=shorten_middle, stages=NAME),
+                    Column("workload", shorten=shorten_middle, stages=NAME, distinct=True),
                     Column("round"),
                     Column("when", right=True),
-                    Column("decision", shorten=shorten_end, stages=DECISION),
+                    Column("decision", shorten=shorten_end, stages=DECISION, codes=REASONS),
                 ],
                 decided,
                 title="what the controller last decided (a full round decides every workload, "
                 "an event pass what it changes)",
+                width=width,
             )
         running = ", ".join(f"{count(n)} {k}" for k, n in sorted(counts.items())) or "none"
         kinds = Counter(
@@ -150,10 +179,10 @@ def status(
                 )
                 + ")"
             )
-        out.print(f"running: {running}", highlight=False)
+        say(f"running: {running}", width)
         for line in recorded_at(load_controller_config(config).state_url):
-            out.print(shown(line), markup=False, highlight=False)
+            say(shown(line), width)
         for job, why in sorted(notes.items()):  # as the cluster wrote them
-            out.print(f"{shown(job)}: {shown(why)}", markup=False, highlight=False)
+            say(f"{shown(job)}: {shown(why)}", width)
 
     guarded(act)

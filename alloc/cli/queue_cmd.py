@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.common import err, guarded
+from alloc.cli.common import err, guarded, table_width
 from alloc.cli.plans import check_solver, checked_plan
 from alloc.io.errors import InputError
 from alloc.printable import shown
@@ -102,7 +101,7 @@ def queue(
             from alloc.cli.queue_table import ELLIPSIS, footer, table_lines
             from alloc.queue import has_gpu_types
 
-            width = None if wide else shutil.get_terminal_size().columns
+            width = None if wide else table_width()
             lines = table_lines(picked, width, has_gpu_types(snapshot))
             lines += footer(picked, len(rows), width)
             text = "\n".join(lines) + "\n"

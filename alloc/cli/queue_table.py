@@ -1,8 +1,9 @@
-"""`alloc queue`'s table: one line per workload, fitted to the terminal's width (long ids,
-budget paths and, last, reasons shortened with an ellipsis; never wrapped), then a footer of
-workloads and GPUs per state. Plain text, so that it reads the same in a terminal, a pipe and a
-log file. Every number is written here (`duration_text`, `ratio_text`), by the rules of
-`alloc.readable` that every output follows."""
+"""`alloc queue`'s table: one line per workload, fitted to the terminal's width (long ids and
+budget paths shortened with an ellipsis, never so far that two read alike; reason codes, then
+states, written shorter with a legend; never wrapped), then a footer of workloads and GPUs per
+state. Plain text, so that it reads the same in a terminal, a pipe and a log file. Every number
+is written here (`duration_text`, `ratio_text`), by the rules of `alloc.readable` that every
+output follows."""
 
 from __future__ import annotations
 
@@ -11,17 +12,23 @@ from collections.abc import Sequence
 from alloc.cli.columns import (
     ELLIPSIS,
     Column,
-    lines,
+    abbreviations,
+    fit,
+    format_row,
     shorten_end,
     shorten_middle,
     shorten_path,
+    visible,
+    wrap,
 )
 from alloc.cli.render import ratio_text as solve_ratio_text
-from alloc.queue import QueueRow, by_state
+from alloc.domain import Reason
+from alloc.queue import QueueRow, State, by_state
 from alloc.readable import count, counted, duration
 
 __all__ = [
     "ELLIPSIS",
+    "REASONS",
     "duration_text",
     "footer",
     "ratio_text",
@@ -43,21 +50,37 @@ def ratio_text(r: float | None) -> str:
     return "-" if r is None else solve_ratio_text(r)
 
 
-# Ids, paths and GPU types are first narrowed to a readable width, then reasons to 16 (every
-# reason whole but unallocated_displaced), then ids, paths and types to their least, and only
-# then reasons further: the reason is what a person reads the queue for.
+# Reason codes as a narrow table writes them (`alloc status` too), each at most 12 characters;
+# the legend under the table says what those it shortened stand for.
+REASONS: dict[str, str] = {
+    Reason.UNDER_ALLOCATION: "under_alloc",
+    Reason.OVER_ALLOCATION: "over_alloc",
+    Reason.COSTLY_TO_STOP: "costly_stop",
+    Reason.UNALLOCATED_FILL: "unalloc_fill",
+    Reason.UNALLOCATED_DISPLACED: "displaced",
+    Reason.HOST_DRAINING: "draining",
+    Reason.HOST_MAINTENANCE: "maintenance",
+}
+STATES: dict[str, str] = {State.RUNNING_PROTECTED: "protected"}
+
+# Ids and GPU types are first narrowed to a readable width and paths to 16 (cut at their
+# slashes), then reasons to 12 (every reason whole or written shorter), then ids, paths and
+# types to their least (ids and paths never so far that two read alike), then states, and only
+# then reasons are cut: the reason is what a person reads the queue for.
 NAME = ((1, 12), (3, 8))
-PATH = ((1, 10), (3, 6))
+PATH = ((1, 16), (3, 6))
 TYPE = ((1, 6), (3, 4))
-REASON = ((2, 16), (4, 8))
+STATE = ((4, 9),)
+REASON = ((2, 12), (5, 8))
 
 
 def table_lines(rows: Sequence[QueueRow], width: int | None, types: bool) -> list[str]:
-    """The header and one line per row; `types`: a TYPE column (the GPU type asked for)."""
+    """The header and one line per row, then (when it wrote codes shorter) a legend line;
+    `types`: a TYPE column (the GPU type asked for)."""
     columns = [
-        Column("ID", shorten=shorten_middle, stages=NAME),
-        Column("STATE"),
-        Column("BUDGET", shorten=shorten_path, stages=PATH),
+        Column("ID", shorten=shorten_middle, stages=NAME, distinct=True),
+        Column("STATE", stages=STATE, codes=STATES),
+        Column("BUDGET", shorten=shorten_path, stages=PATH, distinct=True),
         Column("GPUS", right=True),
     ]
     if types:
@@ -66,7 +89,7 @@ def table_lines(rows: Sequence[QueueRow], width: int | None, types: bool) -> lis
         Column("WAIT", right=True),
         Column("MINRUN", right=True),
         Column("RATIO", right=True),
-        Column("REASON", shorten=shorten_end, stages=REASON),
+        Column("REASON", shorten=shorten_end, stages=REASON, codes=REASONS),
     ]
     cells = [
         [
@@ -82,7 +105,12 @@ def table_lines(rows: Sequence[QueueRow], width: int | None, types: bool) -> lis
         ]
         for r in rows
     ]
-    return lines(columns, cells, width)
+    cells = visible(cells)  # a name a cluster reports, escaped before it is measured
+    layout = fit(columns, cells, width)
+    out = [format_row(columns, layout, [c.head for c in columns])]
+    out += [format_row(columns, layout, r) for r in cells]
+    short = abbreviations(columns, layout, cells)
+    return out + wrap(f"abbreviated: {short}", width) if short else out
 
 
 def footer(rows: Sequence[QueueRow], total: int, width: int | None) -> list[str]:

@@ -21,9 +21,10 @@ from alloc.report.compare import Comparison
 from alloc.report.fmt import duration, pct, signed, stopped_after, worst_team
 
 
-def text_column(head: str) -> Column:
-    """Run labels and budget paths: cut in the middle, not below 8 characters."""
-    return Column(head, shorten=shorten_middle_keep_tail, stages=((1, 8),))
+def text_column(head: str, stage: int = 1) -> Column:
+    """Run labels and budget paths: cut in the middle, not below 8 characters; a column of a
+    later `stage` only once those of earlier stages are at their narrowest."""
+    return Column(head, shorten=shorten_middle_keep_tail, stages=((stage, 8),))
 
 
 def print_table(console: Console, columns: list[Column], rows: list[list[str]]) -> None:
@@ -34,7 +35,7 @@ def print_table(console: Console, columns: list[Column], rows: list[list[str]]) 
 
 def overall_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     columns = [
-        text_column("run"),
+        text_column("run", stage=2),  # the run is what a reader looks for: cut last
         Column("d/o", right=True),
         text_column("worst team"),
         Column("its d/o", right=True),

@@ -1,19 +1,20 @@
 """The one way alloc's commands print a table to a console (`alloc solve`, `simulate`,
 `whatif`, `status`, `budgets`), in the manner of kubectl and squeue: the title as a plain
 line, a header row, columns two spaces apart, no borders, then a legend for the short
-headers. Each row is one line in the console's width (`alloc.cli.columns` narrows the text
-columns that may be shortened; numbers are never cut), so a table reads the same in an
-80-column terminal, a pipe and a log file. Cells are plain text (no markup); every number
-in them is written by `alloc.readable`."""
+headers (and for the codes it wrote shorter). Each row is one line in the console's width, or
+in the width given (`alloc.cli.columns` narrows the text columns that may be shortened;
+numbers are never cut), so a table reads the same in an 80-column terminal, a pipe and a log
+file. Cells are plain text (no markup); every number in them is written by `alloc.readable`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from rich.console import Console
 from rich.text import Text
 
-from alloc.cli.columns import Column, fit, format_row, visible
+from alloc.cli.columns import Column, abbreviations, fit, format_row, visible, wrap
 from alloc.printable import shown
 
 __all__ = ["print_table"]
@@ -28,15 +29,27 @@ def print_table(
     legend: Sequence[str] = (),
     rule: bool = False,
     tight: int = 1,
+    width: int | None | Literal["console"] = "console",
 ) -> None:
     """`title` (bold), the header (bold; with `rule` a dim rule under it), one line per row (a
-    row of one cell is a group heading, bold), then each line of `legend` as prose. `tight`:
-    the spaces between columns when the table is narrowed to the console's width. Names
-    in cells, title and legend are shown escaped (`alloc.printable.shown`)."""
+    row of one cell is a group heading, bold), then each line of `legend` as prose, and what
+    the codes written shorter stand for. `tight`: the spaces between columns when the table
+    is narrowed to the width. `width`: the console's, or the one given, to which the title
+    and the legend are broken at spaces too (None: nothing shortened or broken). Names in
+    cells, title and legend are shown escaped (`alloc.printable.shown`)."""
     rows = visible(rows)
-    layout = fit(columns, rows, console.width, tight)
+    title = None if title is None else shown(title)
+    legend = [shown(text) for text in legend]
+    given = width != "console"  # else the console breaks prose, where it is a terminal
+    fitted = width if isinstance(width, int) or width is None else console.width
+    layout = fit(columns, rows, fitted, tight)
+    short = abbreviations(columns, layout, rows)
+    legend = [*legend, f"abbreviated: {short}"] if short else legend
+    if given:
+        title = None if title is None else "\n".join(wrap(title, fitted))
+        legend = [line for text in legend for line in wrap(text, fitted)]
     if title is not None:
-        console.print(Text(shown(title), style="bold"))
+        console.print(Text(title, style="bold"), soft_wrap=True if given else None)
     console.print(
         Text(format_row(columns, layout, [c.head for c in columns]), style="bold"), soft_wrap=True
     )
@@ -47,4 +60,4 @@ def print_table(
         style = "bold" if len(row) == 1 and len(columns) > 1 else ""
         console.print(Text(format_row(columns, layout, row), style=style), soft_wrap=True)
     for line in legend:
-        console.print(shown(line), markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True if given else None)
