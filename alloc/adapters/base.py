@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from alloc.domain import (
     Action,
@@ -114,3 +114,17 @@ class Executor(Protocol):
         """A cheap fingerprint of what a round reacts to (jobs queued, running or ended, host
         states): when it changes between rounds, the controller runs one early (an event)."""
         ...
+
+
+class StaleEpoch(Exception):
+    """An executor refused a plan: a later epoch of the leader lease has acted on it already
+    (the controller that sent it was paused or cut off past its lease)."""
+
+
+@runtime_checkable
+class Fenced(Protocol):
+    """An executor that checks the leader lease's epoch itself (models/failover.md): a plan of
+    an epoch older than one it has applied is refused whole (StaleEpoch), in the same
+    transaction as the actions it would take."""
+
+    def apply_fenced(self, plan: Plan, holder: str, epoch: int) -> ApplyReport: ...
