@@ -205,15 +205,21 @@ def schedule(kills: int, pauses: int, cuts: int, blips: int, seed: int) -> list[
 
 def render(results: list[dict[str, Any]], line: str) -> str:
     rows = [
-        "| state | events | takeover median s | takeover max s | bound s | over bound | "
-        "applied twice | stale plans refused by the cluster | ledger = cluster | runs | epochs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| state | events | takeover median s | takeover max s | max by event s | bound s | "
+        "over bound | applied twice | stale plans refused by the cluster | ledger = cluster | "
+        "runs | epochs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         counts = ", ".join(f"{n} {k}s" for k, n in r["counts"].items() if n)
+        by: dict[str, list[float]] = {}
+        for e in r["events"]:
+            if e["takeover_s"] is not None:
+                by.setdefault(e["kind"], []).append(e["takeover_s"])
+        worst = ", ".join(f"{k} {max(t):.2f}" for k, t in sorted(by.items()))
         rows.append(
             f"| {r['backend']} | {counts} | {r['takeover_median_s']:.2f} | "
-            f"{r['takeover_max_s']:.2f} | {r['bound_s']:.0f} | {r['over_bound']} | "
+            f"{r['takeover_max_s']:.2f} | {worst} | {r['bound_s']:.0f} | {r['over_bound']} | "
             f"{r['applied_twice']} | {r['stale_plans_refused']} | "
             f"{'yes' if r['ledger_equals_cluster'] else '**NO**'} | {r['runs']} | {r['epochs']} |"
         )
