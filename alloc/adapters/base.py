@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from alloc.domain import (
     Action,
@@ -142,3 +142,17 @@ class Executor(Protocol):
         """The failed attempts of calls to the cluster manager since the last call of this
         (each reported once): the controller logs, counts and records them."""
         ...
+
+
+class StaleEpoch(Exception):
+    """An executor refused a plan: a later epoch of the leader lease has acted on it already
+    (the controller that sent it was paused or cut off past its lease)."""
+
+
+@runtime_checkable
+class Fenced(Protocol):
+    """An executor that checks the leader lease's epoch itself (models/failover.md): a plan of
+    an epoch older than one it has applied is refused whole (StaleEpoch), in the same
+    transaction as the actions it would take."""
+
+    def apply_fenced(self, plan: Plan, holder: str, epoch: int) -> ApplyReport: ...

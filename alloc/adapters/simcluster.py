@@ -24,7 +24,15 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from alloc.adapters.base import ActionResult, ApplyReport, EndedRun, ExecutorFault, HostResult
+from alloc.adapters import fence
+from alloc.adapters.base import (
+    ActionResult,
+    ApplyReport,
+    EndedRun,
+    ExecutorFault,
+    HostResult,
+    StaleEpoch,
+)
 from alloc.domain import (
     Action,
     BudgetPath,
@@ -214,9 +222,26 @@ class SimCluster:
     def apply(self, plan: Plan) -> ApplyReport:
         """Preemptions, then starts, at the cluster's current time; then its clock moves one
         step (completing the work done by then), unless it follows a clock. One transaction."""
+        return self._apply(plan)
+
+    def apply_fenced(self, plan: Plan, holder: str, epoch: int) -> ApplyReport:
+        """`apply` by the controller holding `epoch` of the leader lease: refused whole
+        (StaleEpoch) when a later epoch has applied; recorded with holder and epoch, action by
+        action (alloc.adapters.fence)."""
+        try:
+            return self._apply(plan, (holder, epoch))
+        except StaleEpoch:
+            self.db.execute("BEGIN IMMEDIATE")
+            fence.record(self.db, holder, epoch, self._now(), (), refused=True)
+            self.db.execute("COMMIT")
+            raise
+
+    def _apply(self, plan: Plan, by: tuple[str, int] | None = None) -> ApplyReport:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
+            if by is not None:
+                fence.admit(db, *by)
             if self.clock is not None and self.clock.t_s > self._now():
                 self._advance(self.clock.t_s)
             now = self._now()
@@ -228,6 +253,8 @@ class SimCluster:
                 for d in plan.decisions
                 if d.action is Action.START
             ]
+            if by is not None:
+                fence.record(db, *by, now, results)
             if self.clock is None:
                 self._advance(now + self.step_s)
             db.execute("COMMIT")

@@ -4,7 +4,9 @@ every round reading the cluster, deciding, acting and recording (alloc.controlle
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import threading
 from pathlib import Path
 from typing import Annotated
@@ -58,11 +60,20 @@ def run(
             "trace's start, e.g. 6h or 2d.",
         ),
     ] = None,
+    controller_id: Annotated[
+        str | None,
+        typer.Option(
+            "--id",
+            help="This controller's name in the leader lease and /metrics (default: "
+            "NAME@HOST:PID); every controller sharing the state has its own.",
+        ),
+    ] = None,
 ) -> None:
     """Run rounds every `interval` (config) until interrupted (Ctrl-C or SIGTERM end the
     current round first); with --clock simulated, on simulated time until the trace is done."""
     from alloc.controller.budgets import GovernanceError, with_shares
     from alloc.controller.build import executor_for
+    from alloc.controller.lease import Lease
     from alloc.controller.loop import Controller, RoundOutcome
     from alloc.controller.metrics import ControllerMetrics
     from alloc.controller.state import StateStore
@@ -93,6 +104,17 @@ def run(
         except InputError:
             store.close()
             raise
+        holder = controller_id or f"{settings.name}@{socket.gethostname()}:{os.getpid()}"
+
+        def leading(held: bool, epoch: int) -> None:
+            now = "leads" if held else "lost the leader lease and stands by"
+            err.print(f"controller {shown(holder)}: {now} (epoch {epoch})", markup=False)
+
+        try:
+            lease = Lease(store, holder, settings.lease_s, on_change=leading)
+        except Exception as exc:  # noqa: BLE001 - SQLAlchemy: the database refused the table
+            store.close()
+            raise InputError(str(config), "state", f"cannot keep a lease in it: {exc}") from None
         controller = Controller(
             cluster,
             store,
@@ -100,10 +122,12 @@ def run(
             settings.budgets,
             event_poll_s=settings.event_poll_s,
             min_round_gap_s=settings.min_round_gap_s,
+            lease=lease,
         )
         if dry is not None:
             controller.clock = dry.clock
         metrics = ControllerMetrics()
+        metrics.watch(lease)
         if settings.metrics_port:
             try:
                 metrics.serve(settings.metrics_port, settings.metrics_address)
@@ -129,9 +153,17 @@ def run(
                 f", /metrics on {settings.metrics_address}:{settings.metrics_port}"
                 if settings.metrics_port
                 else ""
-            ),
+            )
+            + f"; leader lease {duration(settings.lease_s)} as {shown(holder)}",
             highlight=False,
+            markup=False,
         )
+        if not lease.acquire():
+            err.print(
+                f"controller {shown(holder)}: another controller holds the leader lease "
+                f"(epoch {lease.seen}): standing by",
+                markup=False,
+            )
 
         def report(o: RoundOutcome) -> None:
             metrics.observe(o)
@@ -155,6 +187,7 @@ def run(
         try:
             controller.run(stop, rounds, on_round=report)
         finally:
+            lease.release()
             store.close()
         if dry is not None:
             for line in dry.summary(metrics, settings.budgets, rounds):

@@ -1,15 +1,18 @@
 """What the controller's state says it has done so far, for `alloc status`: its rounds by kind
 and solver status over the time they span (wall or simulated: the times the rounds were
-stamped with), the actions carried out, the ledger's runs and charged GPU-hours, and the
-executor's faults (alloc.controller.faults)."""
+stamped with), the actions carried out, the ledger's runs and charged GPU-hours, the
+executor's faults (alloc.controller.faults), and which controller leads (the leader lease,
+alloc.controller.lease)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, func, inspect, select
 
 from alloc.controller.faults import fault_lines
+from alloc.controller.lease import ROW, db_now, leadership
 from alloc.controller.state import StateStore, actions, decisions, rounds, runs
 from alloc.domain import Action, Reason
 from alloc.readable import counted
@@ -17,10 +20,11 @@ from alloc.report.fmt import duration
 
 
 def recorded_at(state_url: str) -> list[str]:
-    """`recorded` of the state at this URL."""
+    """`recorded` of the state at this URL, and which controller leads."""
     store = StateStore(state_url)
     try:
-        return recorded(store)
+        now = leader(store)
+        return recorded(store) + ([leader_line(now)] if now is not None else [])
     finally:
         store.close()
 
@@ -87,6 +91,52 @@ def recorded(store: StateStore) -> list[str]:
         "GPU-hours: " + (", ".join(f"{b} {h:,.1f}" for b, h in sorted(charged.items())) or "none"),
     ]
     return lines + fault_lines(store)
+
+
+@dataclass(frozen=True, slots=True)
+class Leader:
+    """The lease as the state store holds it, with the database's clock as it was read."""
+
+    holder: str
+    epoch: int
+    since_s: float
+    renewed_s: float
+    expires_s: float
+    now_s: float
+
+    @property
+    def valid(self) -> bool:
+        return self.epoch > 0 and self.expires_s > self.now_s
+
+
+def leader(store: StateStore) -> Leader | None:
+    """The lease as the state holds it; None when no controller ever held it."""
+    with store.engine.connect() as db:
+        if not inspect(db).has_table("leadership"):
+            return None
+        row = db.execute(select(leadership, db_now(store.engine)).where(ROW)).first()
+    if row is None or row[2] == 0:
+        return None
+    _, holder, epoch, since, renewed, expires, now = row
+    return Leader(holder, epoch, since, renewed, expires, float(now))
+
+
+def leader_line(now: Leader) -> str:
+    """`leader: ctl-a (epoch 3) since ..., lease renewed 0.2 s ago`, or who held it last."""
+    if now.valid:
+        return (
+            f"leader: {now.holder} (epoch {now.epoch}) since {_at(now.since_s)}; lease renewed "
+            f"{_ago(now.now_s - now.renewed_s)} ago, valid {_ago(now.expires_s - now.now_s)} more"
+        )
+    return (
+        f"leader: none: the lease of {now.holder} (epoch {now.epoch}) ended "
+        f"{_ago(now.now_s - now.expires_s)} ago (a standby, if any, takes it within a "
+        "quarter of the lease)"
+    )
+
+
+def _ago(seconds: float) -> str:
+    return f"{max(0.0, seconds):.1f} s" if seconds < 60 else duration(seconds)
 
 
 def _at(epoch_s: float) -> str:

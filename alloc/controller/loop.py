@@ -30,6 +30,12 @@ and plans from what it shows; the ledger opens runs only for work the cluster sh
 and closes a preempted run at the time alloc stopped it only when the preemption went
 through. The state is never left half-written (every write is one transaction).
 
+With a leader lease (alloc.controller.lease, models/failover.md), rounds run only while this
+controller holds it: a standby tries to take it every quarter of its duration, a leader that
+loses it stops at once (every write of its round is refused, and before the executor acts the
+lease is confirmed and the executor handed its epoch) and becomes a standby; a controller that
+takes it begins with a full round on fresh state.
+
 Intervals, polls and the times recorded are the `clock`'s: the wall clock beside a real
 cluster, or a simulated cluster's own clock (alloc.sim.clock), on which waiting takes no time:
 a dry run of this same loop (`alloc controller run --clock simulated`).
@@ -43,9 +49,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from alloc.adapters.base import ApplyReport, Executor, ExecutorFault
+from alloc.adapters.base import ApplyReport, Executor, ExecutorFault, Fenced
 from alloc.controller.build import controller_view
 from alloc.controller.faults import record_faults
+from alloc.controller.lease import Lease
 from alloc.controller.state import Run, StateStore
 from alloc.domain import Action, BudgetTree, Plan, Snapshot
 from alloc.policy.contract import allocated_in
@@ -91,6 +98,7 @@ class Controller:
     # The state event passes carry from the last full round (validated whole every pass).
     rounds: Rounds = field(default_factory=lambda: Rounds(validate_whole=True))
     _baseline: str | None = None  # the change fingerprint as the last round began
+    lease: Lease | None = None  # rounds only while it is held (None: a controller alone)
 
     def round_once(self, event: bool = False) -> RoundOutcome:
         """One round: an event pass if `event` and the last full round's state still fits the
@@ -127,7 +135,7 @@ class Controller:
             if problems:  # the round validates: a bug, and nothing of the plan is applied
                 raise AssertionError(f"the round's plan breaks the contract: {problems[:3]}")
         round_id = self.store.record_plan(now_s, plan)
-        report = self.executor.apply(plan)
+        report = self._apply(plan)
         done = [r for r in report.results if r.ok and r.changed]
         rounds.applied(
             (r.workload for r in done if r.action is Action.START),
@@ -170,6 +178,15 @@ class Controller:
             log.warning("cannot record the executor's faults: %s", exc)
         return faults
 
+    def _apply(self, plan: Plan) -> ApplyReport:
+        """The executor acts: under a lease, only once it is confirmed, with its epoch."""
+        if self.lease is None:
+            return self.executor.apply(plan)
+        epoch = self.lease.confirm()  # NotLeader: nothing of the plan is applied
+        if isinstance(self.executor, Fenced):
+            return self.executor.apply_fenced(plan, self.lease.holder, epoch)
+        return self.executor.apply(plan)
+
     def _observe(self, snapshot: Snapshot, now_s: float) -> None:
         running = [
             Run(w.id, w.started.timestamp(), w.budget, w.gpus, allocated_in(snapshot.budgets, w))
@@ -199,10 +216,16 @@ class Controller:
         clock = self.clock
         next_full = clock.monotonic()
         while not stop.is_set() and (rounds is None or done < rounds):
+            if self.lease is not None and not self.lease.held:
+                if not self._standby(stop):
+                    break
+                event, backoff = False, 1.0
             outcome = self.round_once(event)
             if on_round is not None:
                 on_round(outcome)
             done += 1
+            if self.lease is not None and not self.lease.held:
+                continue  # lost: a standby from now on
             if outcome.troubled:
                 next_full = clock.monotonic() + min(backoff, self.interval_s)
                 backoff *= 2
@@ -214,6 +237,17 @@ class Controller:
                 break
             wait = max(0.0, next_full - clock.monotonic())
             event = self._wait(stop, wait, not outcome.troubled)
+
+    def _standby(self, stop: threading.Event) -> bool:
+        """Until this controller takes the lease (True: its rounds start afresh, with a full
+        round) or `stop` is set (False). The lease's time is real whatever the clock."""
+        lease = self.lease
+        assert lease is not None
+        while not lease.acquire():
+            if stop.wait(lease.retry_s):
+                return False
+        self.rounds = Rounds(validate_whole=True)
+        return True
 
     def _wait(self, stop: threading.Event, wait_s: float, events: bool) -> bool:
         """Until the next periodic round (False), or an event (True): the cluster's

@@ -18,7 +18,10 @@ round, and the health of the controller itself.
   failed and the greedy answered; not rounds of a controller told to use the greedy),
   `alloc_starts_total`, `alloc_preemptions_total{reason}`, `alloc_action_failures_total`,
   `alloc_drains_total`, `alloc_executor_errors_total{kind}` (failed attempts of calls to the
-  cluster manager: failed, timeout, unparsable; each attempt counts, retried or not).
+  cluster manager: failed, timeout, unparsable; each attempt counts, retried or not); which
+  controller leads: `alloc_controller_leader{controller}` (1 while this one holds the leader
+  lease, else 0) and `alloc_controller_epoch{controller}` (the lease's epoch it holds, or the
+  latest it has seen).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections import defaultdict
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from alloc.controller.lease import Lease
 from alloc.controller.loop import RoundOutcome
 from alloc.domain import Action, BudgetPath, Plan, Snapshot, path_prefixes
 from alloc.domain.snapshot import HOUR_S
@@ -160,11 +164,28 @@ class ControllerMetrics:
             buckets=(10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400),
             registry=r,
         )
+        self.leader = Gauge(
+            "alloc_controller_leader",
+            "1 while this controller holds the leader lease (it acts), 0 as a standby",
+            ["controller"],
+            registry=r,
+        )
+        self.epoch = Gauge(
+            "alloc_controller_epoch",
+            "The leader lease's epoch held, or the latest seen",
+            ["controller"],
+            registry=r,
+        )
         self._last: tuple[float, dict[BudgetPath, tuple[float, float]]] | None = None
         self._origin_s: float | None = None  # the first round: the periods count from it
         self._lookback_s = HOUR_S
         self._owed: defaultdict[BudgetPath, float] = defaultdict(float)
         self._credit: dict[BudgetPath, tuple[Credit, Credit]] = {}  # window, hourly
+
+    def watch(self, lease: Lease) -> None:
+        """The leader gauges read the lease whenever /metrics is scraped."""
+        self.leader.labels(lease.holder).set_function(lambda: float(lease.held))
+        self.epoch.labels(lease.holder).set_function(lambda: float(lease.epoch or lease.seen))
 
     def observe(self, outcome: RoundOutcome) -> None:
         self.round_seconds.observe(outcome.seconds)

@@ -13,13 +13,15 @@ charge nor charges anything twice: it re-reads the cluster and carries on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import (
     JSON,
     Boolean,
     Column,
+    Connection,
     Engine,
     Float,
     ForeignKey,
@@ -140,6 +142,17 @@ class StateStore:
         self.engine: Engine = create_engine(url)
         metadata.create_all(self.engine)
         self._upgrade()
+        # Run first in every write of the ledger, the plans and the actions, inside its
+        # transaction: the leader lease's check (alloc.controller.lease) refuses the write of a
+        # controller that no longer holds it.
+        self.fence: Callable[[Connection], None] | None = None
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self.engine.begin() as db:
+            if self.fence is not None:
+                self.fence(db)
+            yield db
 
     def _upgrade(self) -> None:
         """A state database written before rounds had a kind gets the column (every round
@@ -166,7 +179,7 @@ class StateStore:
         ended_by = {r.key: r for r in ended}
         seen = {r.key for r in running}
         opened = closed = 0
-        with self.engine.begin() as db:
+        with self._write() as db:
             known = {
                 (w, s): e
                 for w, s, e in db.execute(select(runs.c.workload, runs.c.started_s, runs.c.ended_s))
@@ -196,7 +209,7 @@ class StateStore:
 
     def close_run(self, workload: WorkloadId, started_s: float, ended_s: float) -> bool:
         """Close one open run (alloc stopped it); False when it was not open."""
-        with self.engine.begin() as db:
+        with self._write() as db:
             return bool(_close(db, (workload, started_s), ended_s))
 
     def runs(self) -> list[Run]:
@@ -242,7 +255,7 @@ class StateStore:
     def record_plan(self, at_s: float, plan: Plan) -> int:
         """The plan with every decision, before anything of it is applied (write-ahead)."""
         r = plan.report
-        with self.engine.begin() as db:
+        with self._write() as db:
             inserted = db.execute(
                 insert(rounds).values(
                     at_s=at_s,
@@ -294,7 +307,7 @@ class StateStore:
             for h in report.hosts
             if h.changed or not h.ok  # a host already marked is not news every round
         ]
-        with self.engine.begin() as db:
+        with self._write() as db:
             if rows:
                 db.execute(insert(actions), rows)
             db.execute(update(rounds).where(rounds.c.id == round_id).values(applied_s=applied_s))

@@ -8,6 +8,8 @@ interval: 60s              # a round at least this often
 event_poll: 2s             # and one early when the cluster changes (looked at this often; 0: off)
 min_round_gap: 10s         # but not sooner than this after the last round
 state: sqlite:////var/lib/alloc/state.db  # or postgresql://user@host/alloc (SQLAlchemy URL)
+lease: 30s                 # the leader lease of the controllers sharing the state (default: the
+                           # interval, from 1s to 30s; README "Failover")
 policy: {solver: milp, time_limit: 10s}   # as in an instance
 budgets:                   # the allocation tree, as in an instance
   name: lab
@@ -106,6 +108,7 @@ class ControllerIn(_Strict):
     event_poll: Duration = 2.0
     min_round_gap: Duration = 10.0
     state: Name = "sqlite:///alloc-state.db"  # beside the config (state_url)
+    lease: Duration | None = None
     policy: PolicyIn = PolicyIn()
     budgets: BudgetIn
     slurm: SlurmIn = SlurmIn()
@@ -166,6 +169,7 @@ class ControllerSettings:
     metrics_port: int = 9464  # 0: no /metrics
     metrics_address: str = "127.0.0.1"
     file: str = ""
+    lease_s: float = 30.0  # the leader lease (alloc.controller.lease)
 
 
 def state_url(url: str, folder: Path) -> str:
@@ -192,6 +196,8 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
     )
     if raw.interval <= 0:
         raise report.error(("interval",), "the controller needs an interval above 0, e.g. 60s")
+    if raw.lease is not None and raw.lease <= 0:
+        raise report.error(("lease",), "the leader lease lasts more than 0, e.g. 30s")
     tree = _budgets(raw.budgets, report)
     accounts = {}
     for account, budget in raw.slurm.accounts.items():
@@ -247,4 +253,5 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
         metrics_port=raw.metrics.port,
         metrics_address=raw.metrics.address,
         file=file,
+        lease_s=raw.lease if raw.lease is not None else min(max(raw.interval, 1.0), 30.0),
     )
