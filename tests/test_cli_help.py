@@ -58,7 +58,7 @@ def test_help_fits_80_columns_and_shows_no_python_type(words):
     [
         (["solve"], "alloc solve [OPTIONS] INSTANCE"),
         (["validate"], "alloc validate [OPTIONS] INSTANCE PLAN"),
-        (["explain"], "alloc explain [OPTIONS] INSTANCE [WORKLOAD]"),
+        (["explain"], "alloc explain [OPTIONS] [INSTANCE] [WORKLOAD]"),  # --config: no instance
         (["queue"], "alloc queue [OPTIONS] [INSTANCE]"),
         (["export"], "alloc export [OPTIONS] PLAN"),
         (["trace", "import"], "alloc trace import [OPTIONS] KIND SOURCE"),

@@ -58,13 +58,13 @@ def tree(levels: int) -> str:
 YAML_CASES = [
     pytest.param(
         LAUGHS,
-        "aliases (*a) are not accepted",
+        "aliases of lists or mappings (*a) are not accepted",
         id="a billion-laughs file is refused at its first alias",
     ),
     pytest.param(
-        NOW + "x: &x 1\ny: *x\n",
-        "aliases (*x)",
-        id="even one alias is refused, with the line it is on",
+        NOW + "x: &x {a: 1}\ny: *x\n",
+        "aliases of lists or mappings (*x)",
+        id="even one alias of a mapping is refused, with the line it is on",
     ),
     pytest.param(
         "a: " + deep_list(300),
@@ -452,7 +452,7 @@ PLAN_CASES = [
     pytest.param(
         plan_text(lambda p: p["decisions"][0].update(workload="w" * 5000)),
         "workload",
-        id="a workload id past 200 characters in a plan is refused",
+        id="a workload id past 4,096 characters in a plan is refused",
     ),
     pytest.param(
         plan_text(lambda p: p["decisions"][0].update(workload=7)),
@@ -547,3 +547,16 @@ def test_a_file_of_more_values_or_rows_than_the_bound_is_refused(
         assert caught.value.line == (1 if file.endswith(".yaml") else 1002)
     finally:
         limits.cache_clear()
+
+
+def test_an_alias_of_a_scalar_repeats_its_value_as_pyyaml_dumps_a_shared_time(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "lab.yaml"
+    text = INSTANCE.replace(
+        "workloads: []\n",
+        "workloads:\n- {id: w0, gpus: 1, min_runtime: &t 1h}\n"
+        "- {id: w1, gpus: 1, min_runtime: *t}\n",
+    )
+    path.write_text(text)
+    assert [w.min_runtime_s for w in load_instance(path).workloads] == [3600.0, 3600.0]

@@ -64,6 +64,7 @@ def run(
         str | None,
         typer.Option(
             "--id",
+            metavar="NAME",
             help="This controller's name in the leader lease and /metrics (default: "
             "NAME@HOST:PID); every controller sharing the state has its own.",
         ),

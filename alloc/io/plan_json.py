@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -23,7 +23,7 @@ from alloc.io.durations import format_time
 from alloc.io.errors import InputError, field_path
 from alloc.io.limits import read_input
 from alloc.io.names import check_name
-from alloc.io.schema import HostGpus, Name, Time
+from alloc.io.schema import HostGpus, Time
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
@@ -68,6 +68,11 @@ def _decision(d: Decision) -> dict[str, Any]:
 
 def dump_plan(plan: Plan) -> str:
     return json.dumps(plan_to_dict(plan), indent=1) + "\n"
+
+
+# A plan's ids and host names: text, within the characters of one value alloc reads (ids a
+# cluster reports, `namespace/pod` in Kubernetes, may pass an instance's 200).
+Name = Annotated[str, Field(min_length=1, max_length=4096, strict=True)]
 
 
 class _DecisionIn(BaseModel):  # names and GPUs read as strictly as an instance's

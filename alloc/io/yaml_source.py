@@ -2,7 +2,8 @@
 
 The file is parsed by libyaml (PyYAML's C parser) into events, and the document is built from
 them here in one pass, which is what lets every bound hold while reading rather than after:
-aliases (`*name`, the "billion laughs") are refused where they appear, nesting deeper than
+aliases of lists and mappings (`*name`, the "billion laughs") are refused where they
+appear (an alias of a scalar repeats one value and is read), nesting deeper than
 `Limits.nesting` and values longer than `Limits.text` are refused at their line, and a key
 that appears twice is reported instead of silently overwritten; every text and key is
 printable (alloc.io.names: a control or format character is refused at its field). Scalars
@@ -117,6 +118,9 @@ class _Reader:
         self.stack: list[_Collection] = []
         self.documents = 0
         self.values = 0  # scalars and collections read
+        # anchored scalars: an alias of one repeats one value (PyYAML's dump writes a shared
+        # time so), never more than one value per alias, unlike an alias of a collection
+        self.anchored: dict[str, Any] = {}
         self.result: Any = None
 
     def read(self) -> Any:
@@ -152,16 +156,22 @@ class _Reader:
                         value = known.get((event.tag, text, event.implicit), _NO_KEY)
                         if value is _NO_KEY:
                             value = scalar(event)
+                    if event.anchor is not None:  # a value a later alias may repeat
+                        self.anchored[event.anchor] = value
                     put(value, event, None)
                 elif kind in _STARTS:
                     start(event, kind is yaml.MappingStartEvent)
                 elif kind in _ENDS:
                     stack.pop()
                 elif kind is yaml.AliasEvent:
-                    raise self.fail(
-                        f"YAML aliases (*{event.anchor}) are not accepted: write the value out",
-                        event,
-                    )
+                    if event.anchor not in self.anchored:  # a list or mapping: it could multiply
+                        raise self.fail(
+                            f"YAML aliases of lists or mappings (*{event.anchor}) are not "
+                            "accepted: write the value out",
+                            event,
+                        )
+                    self.values += 1
+                    put(self.anchored[event.anchor], event, None)
                 elif kind is yaml.DocumentStartEvent:
                     self.documents += 1
                     if self.documents > 1:
