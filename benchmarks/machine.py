@@ -6,6 +6,9 @@ import json
 import os
 import platform
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +86,23 @@ def publish(
     md = here / "RESULTS.md"
     md.write_text(with_section(md.read_text(encoding="utf-8"), section, markers))
     return section
+
+
+@contextmanager
+def checkout_of(repo: Path, commit: str) -> Iterator[tuple[Path, Path]]:
+    """(the checkout of `commit` in a temporary git worktree, a scratch folder beside it),
+    both removed when the block ends: the "before" side of benchmarks that compare commits."""
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        old = scratch / "before"
+        subprocess.run(
+            ["git", "-C", str(repo), "worktree", "add", "--detach", str(old), commit],
+            check=True,
+            capture_output=True,
+        )
+        try:
+            yield old, scratch
+        finally:
+            subprocess.run(
+                ["git", "-C", str(repo), "worktree", "remove", "--force", str(old)], check=False
+            )

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import publish
+from benchmarks.machine import checkout_of, publish
 from benchmarks.startup import ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -253,22 +253,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        scratch = Path(tmp)
-        old = scratch / "before"
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(old), args.before],
-            check=True,
-            capture_output=True,
-        )
-        try:
-            files = write_instances(scratch, args.seeds)
-            results = measure_scale({args.before: old, "now": REPO}, files, args.runs)
-            results += measure_hostile(scratch)
-        finally:
-            subprocess.run(
-                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(old)], check=False
-            )
+    with checkout_of(REPO, args.before) as (old, scratch):
+        files = write_instances(scratch, args.seeds)
+        results = measure_scale({args.before: old, "now": REPO}, files, args.runs)
+        results += measure_hostile(scratch)
     print(publish("reading", results, render, (BEGIN, END)))
 
 

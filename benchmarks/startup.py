@@ -29,12 +29,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import publish
+from benchmarks.machine import checkout_of, publish
 
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- startup:begin -->", "<!-- startup:end -->"
@@ -167,20 +166,8 @@ def main() -> None:
     parser.add_argument("--before", default="f11a8ae", help="commit to compare with")
     parser.add_argument("--runs", type=int, default=11)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        scratch = Path(tmp)
-        old = scratch / "before"
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(old), args.before],
-            check=True,
-            capture_output=True,
-        )
-        try:
-            results = measure({args.before: old, "now": REPO}, args.runs, scratch)
-        finally:
-            subprocess.run(
-                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(old)], check=False
-            )
+    with checkout_of(REPO, args.before) as (old, scratch):
+        results = measure({args.before: old, "now": REPO}, args.runs, scratch)
     print(publish("startup", results, render, (BEGIN, END)))
 
 
