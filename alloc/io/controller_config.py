@@ -59,7 +59,8 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from alloc.domain import BudgetPath, BudgetTree, Policy
-from alloc.io.instance import _budgets, _known_path, load_model, policy_from
+from alloc.io.budgets_in import budget_tree, policy_from, unknown_path
+from alloc.io.reporter import load_model
 from alloc.io.schema import BudgetIn, Duration, Name, PolicyIn, _Strict
 
 
@@ -198,18 +199,18 @@ def load_controller_config(path: str | Path) -> ControllerSettings:
         raise report.error(("interval",), "the controller needs an interval above 0, e.g. 60s")
     if raw.lease is not None and raw.lease <= 0:
         raise report.error(("lease",), "the leader lease lasts more than 0, e.g. 30s")
-    tree = _budgets(raw.budgets, report)
+    tree = budget_tree(raw.budgets, report)
     accounts = {}
     for account, budget in raw.slurm.accounts.items():
         node = BudgetPath(budget.strip("/"))
         if node not in tree or not node:
-            raise report.error(("slurm", "accounts", account), _known_path(budget, tree))
+            raise report.error(("slurm", "accounts", account), unknown_path(budget, tree))
         accounts[account] = node
     queues = {}
     for queue, budget in raw.kubernetes.queues.items():
         node = BudgetPath(budget.strip("/"))
         if node not in tree or not node:
-            raise report.error(("kubernetes", "queues", queue), _known_path(budget, tree))
+            raise report.error(("kubernetes", "queues", queue), unknown_path(budget, tree))
         queues[queue] = node
     k = raw.kubernetes
     kubeconfig = str(Path(k.kubeconfig).expanduser()) if k.kubeconfig else None

@@ -10,7 +10,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from alloc.domain import Policy, Snapshot
-from alloc.io.instance import _budgets, _usage, first_error, load_model, policy_from
+from alloc.io.budgets_in import budget_tree, policy_from, usage_from
+from alloc.io.reporter import first_error, load_model
 from alloc.io.schema import PolicyIn, ScenarioIn
 
 
@@ -19,13 +20,13 @@ def load_scenario(path: str | Path, base: Snapshot) -> tuple[str, Snapshot]:
     raw, report = load_model(
         path, ScenarioIn, "a scenario is a mapping with budgets (and policy, usage)"
     )
-    tree = _budgets(raw.budgets, report)
+    tree = budget_tree(raw.budgets, report)
     try:
         policy = policy_from(PolicyIn.model_validate({**_as_input(base.policy), **raw.policy}))
     except ValidationError as exc:
         raise first_error(exc, report, ("policy",), PolicyIn) from None
     if raw.usage is not None:
-        usage = _usage(raw.usage, tree, report)
+        usage = usage_from(raw.usage, tree, report)
     else:
         # The lab's usage carries over for the nodes the new tree still has.
         usage = {p: h for p, h in base.usage_gpu_hours.items() if p in tree}
