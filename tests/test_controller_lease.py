@@ -139,6 +139,57 @@ def test_a_leader_that_lost_the_lease_applies_nothing_and_a_stale_plan_is_refuse
     b.close()
 
 
+class Unfenced:
+    """The simulated cluster as Slurm or Kubernetes are: it checks no epoch, but asks the
+    controller before each action whether it may still act (alloc.adapters.base.Guarded)."""
+
+    def __init__(self, sim: SimCluster) -> None:
+        self.sim, self.checks = sim, 0
+
+    def __getattr__(self, name: str) -> object:
+        if name == "apply_fenced":
+            raise AttributeError(name)
+        return getattr(self.sim, name)
+
+    def apply_guarded(self, plan, check):  # type: ignore[no-untyped-def]
+        check()
+        self.checks += 1
+        return self.sim.apply(plan)
+
+
+def test_a_leader_without_a_quarter_of_its_lease_left_stops_before_its_next_action(tmp_path):
+    sim = cluster(tmp_path)
+    store = StateStore(f"sqlite:///{tmp_path}/state.db")
+    lease = Lease(store, "ctl-a", 30.0)
+    executor = Unfenced(sim)
+    one = Controller(executor, store, lease=lease)  # type: ignore[arg-type]
+    assert lease.acquire()
+    done = one.round_once()
+    assert not done.error and done.started == 2 and executor.checks == 1
+    runs, clock = sim.runs(), sim.now_s()  # each apply moves the cluster's clock a step
+    # No renewal for three quarters of the lease (paused, or the database out of reach): the
+    # check between actions is on this process's clock, and refuses.
+    lease._valid_until = time.monotonic() + 30.0 / 4 - 0.5
+    with pytest.raises(NotLeader):
+        lease.check()
+    lease._valid_until = time.monotonic() + 30.0  # renewed: the round's own check passes ...
+    lease.check()
+    real_confirm = lease.confirm
+
+    def confirmed_then_paused() -> int:  # ... and then it is paused before the first action
+        epoch = real_confirm()
+        lease._valid_until = time.monotonic() + 1.0
+        return epoch
+
+    lease.confirm = confirmed_then_paused  # type: ignore[method-assign]
+    lost = one.round_once()
+    assert "NotLeader" in lost.error and executor.checks == 1
+    assert (sim.runs(), sim.now_s()) == (runs, clock)  # nothing more applied
+    lease.release()
+    sim.close()
+    store.close()
+
+
 def test_metrics_show_which_controller_leads_and_the_epoch(tmp_path):
     url = f"sqlite:///{tmp_path}/state.db"
     a, b = StateStore(url), StateStore(url)

@@ -528,3 +528,31 @@ def test_a_gang_bound_in_part_is_requeued_whatever_its_budget_says_while_pending
     report = executor.apply(run_round(executor.snapshot()))
     assert report.failed == ()
     assert kube.placements()["g-0"] is None  # never ran: no budget keeps it
+
+
+class LeaseRanOut(Exception):
+    pass
+
+
+def test_a_controller_whose_lease_runs_out_mid_apply_stops_before_its_next_action(kube):
+    for name in ("a", "b", "c"):
+        kube.pod(name, 8, queue="nlp")
+    executor = executor_of(kube)
+    snapshot = executor.snapshot()
+    plan = run_round(snapshot)
+    assert validate(snapshot, plan) == []
+    assert sum(d.action is Action.START for d in plan.decisions) == 3
+    asked: list[int] = []
+
+    def check() -> None:  # the lease held for the first action only
+        asked.append(len(asked))
+        if len(asked) > 1:
+            raise LeaseRanOut
+
+    with pytest.raises(LeaseRanOut):
+        executor.apply_guarded(plan, check)
+    assert sum(n is not None for n in kube.placements().values()) == 1  # the first start only
+    # The next controller's round starts from what the API shows: the other two, once.
+    _, _, report = round_once(executor)
+    assert sum(r.changed and r.ok for r in report.results) == 2
+    assert all(n is not None for n in kube.placements().values())

@@ -170,3 +170,34 @@ def test_two_gpu_types_each_job_gets_hosts_of_the_type_it_asks_for(typed_slurm):
     jobs = typed_slurm.wait(lambda jobs: running_on(jobs, a100) and running_on(jobs, h100))
     assert running_on(jobs, a100) == {"a100-a", "a100-b"}
     assert running_on(jobs, h100) == set(plan.by_workload[h100].hosts)
+
+
+class LeaseRanOut(Exception):
+    pass
+
+
+def test_a_controller_whose_lease_runs_out_mid_apply_stops_before_its_next_action(slurm, executor):
+    jobs = [slurm.sbatch("nlp", "gpu:8", comment="alloc: min_runtime=1h") for _ in range(3)]
+    snapshot = executor.snapshot()
+    plan = run_round(snapshot)
+    assert validate(snapshot, plan) == []
+    assert {d.workload for d in plan.decisions if d.action is Action.START} == set(jobs)
+    asked = []
+
+    def check() -> None:  # the lease held for the first action only
+        asked.append(len(asked))
+        if len(asked) > 1:
+            raise LeaseRanOut
+
+    with pytest.raises(LeaseRanOut):
+        executor.apply_guarded(plan, check)
+    slurm.wait(lambda now: any(running_on(now, j) for j in jobs))
+    time.sleep(2)  # long enough for a start the apply would have asked for to show
+    seen = slurm.jobs()
+    started = [j for j in jobs if running_on(seen, j)]
+    assert len(started) == 1  # the first start only
+    # The next controller's round starts from what Slurm shows: the other two, once.
+    _, _, report = round_once(executor)
+    assert sorted(r.workload for r in report.results if r.changed) == sorted(
+        set(jobs) - set(started)
+    )

@@ -5,7 +5,7 @@ never sees which one it talks to."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -147,6 +147,16 @@ class Executor(Protocol):
 class StaleEpoch(Exception):
     """An executor refused a plan: a later epoch of the leader lease has acted on it already
     (the controller that sent it was paused or cut off past its lease)."""
+
+
+@runtime_checkable
+class Guarded(Protocol):
+    """An executor that asks, before each action of a plan, whether it may still act: `check`
+    raises (the controller's leader lease has run out: models/failover.md) and the rest of the
+    plan is not applied. For cluster managers that check no fencing token (Slurm, Kubernetes):
+    a controller paused or cut off in the middle of an apply stops before its next action."""
+
+    def apply_guarded(self, plan: Plan, check: Callable[[], None]) -> ApplyReport: ...
 
 
 @runtime_checkable

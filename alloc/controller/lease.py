@@ -154,6 +154,16 @@ class Lease:
             raise NotLeader(f"the lease (epoch {epoch}) was confirmed too slowly to act on")
         return epoch
 
+    def check(self) -> None:
+        """Between two actions of one apply: NotLeader unless the lease is held with at least
+        a quarter of it left by this process's clock (no database call: the renewing thread
+        keeps it so while the database answers; cut off or paused, it runs out)."""
+        if not self.epoch or time.monotonic() > self._valid_until - self.duration_s / 4:
+            raise NotLeader(
+                f"the lease (epoch {self.epoch}) is no longer held long enough to act on: "
+                "the rest of the plan is not applied"
+            )
+
     def release(self) -> None:
         """Stop renewing and let a standby take the lease at once (a clean stop)."""
         self._stop.set()

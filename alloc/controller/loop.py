@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from alloc.adapters.base import ApplyReport, Executor, ExecutorFault, Fenced
+from alloc.adapters.base import ApplyReport, Executor, ExecutorFault, Fenced, Guarded
 from alloc.controller.build import controller_view
 from alloc.controller.faults import record_faults
 from alloc.controller.lease import Lease
@@ -185,6 +185,8 @@ class Controller:
         epoch = self.lease.confirm()  # NotLeader: nothing of the plan is applied
         if isinstance(self.executor, Fenced):
             return self.executor.apply_fenced(plan, self.lease.holder, epoch)
+        if isinstance(self.executor, Guarded):  # NotLeader between two actions: the rest waits
+            return self.executor.apply_guarded(plan, self.lease.check)
         return self.executor.apply(plan)
 
     def _observe(self, snapshot: Snapshot, now_s: float) -> None:

@@ -26,7 +26,7 @@ the cluster as read at the start of `apply` and reported ok with what was found.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -155,6 +155,11 @@ class KubernetesExecutor:
     def apply(self, plan: Plan) -> ApplyReport:
         """Gangs bound in part are requeued, then preemptions (they free nodes), then starts,
         then drains."""
+        return self.apply_guarded(plan, lambda: None)
+
+    def apply_guarded(self, plan: Plan, check: Callable[[], None]) -> ApplyReport:
+        """`apply`, with `check()` before each action (alloc.adapters.base.Guarded): what it
+        raises stops the apply there."""
         found = self.read(recover=True)
         workloads, nodes = found.workloads, found.nodes
         raw = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in found.pods}
@@ -163,6 +168,7 @@ class KubernetesExecutor:
         results = []
         for w in workloads:
             if w.blocked.startswith("bound in part"):
+                check()
                 try:
                     # its status may change (a kubelet starting it): stop it all the same
                     self._requeue([p for p in w.pods if p.node], raw, as_read=False)
@@ -174,6 +180,7 @@ class KubernetesExecutor:
             (d for d in plan.decisions if d.action in order), key=lambda d: order[d.action]
         )
         for d in acting:
+            check()
             target = by_id.get(d.workload)
             if target is None or target.blocked:
                 why = target.blocked if target is not None else "no such workload in Kubernetes"
@@ -200,7 +207,11 @@ class KubernetesExecutor:
             )
         busy = {p.node for w in workloads for p in w.pods if p.node}
         by_name = {n["metadata"]["name"]: n for n in nodes}
-        hosts = [drain(self.api, h, by_name.get(h), h in busy) for h in plan.drained_hosts]
+        hosts = []
+        for h in plan.drained_hosts:
+            check()
+            hosts.append(drain(self.api, h, by_name.get(h), h in busy))
+        check()
         hosts += return_repaired(self.api, self.site, nodes, set(plan.drained_hosts))
         return ApplyReport(tuple(results), tuple(hosts))
 

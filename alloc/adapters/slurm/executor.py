@@ -29,7 +29,7 @@ what it shows (the jobs stopped so far wait held, the rest still run).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 from alloc.adapters.base import (
@@ -129,13 +129,22 @@ class SlurmExecutor:
         (alloc.adapters.slurm.actions chooses the commands)."""
         return self.carry_out(self.actions(plan))
 
-    def carry_out(self, actions: Iterable[SlurmAction]) -> ApplyReport:
+    def apply_guarded(self, plan: Plan, check: Callable[[], None]) -> ApplyReport:
+        """`apply`, with `check()` before each action (alloc.adapters.base.Guarded)."""
+        return self.carry_out(self.actions(plan), check)
+
+    def carry_out(
+        self, actions: Iterable[SlurmAction], check: Callable[[], None] = lambda: None
+    ) -> ApplyReport:
         """Run each action's steps in order; an action whose step fails stops there and is
         reported failed with how far it got and Slurm's message, and the next action is
-        tried, except a start onto nodes a failed preemption left busy."""
+        tried, except a start onto nodes a failed preemption left busy. `check` is called
+        before each action that runs commands; what it raises stops the apply there."""
         results, hosts = [], []
         busy: dict[HostName, WorkloadId] = {}  # nodes whose job's preemption failed
         for a in actions:
+            if a.steps:
+                check()
             ok, detail = a.ok, a.detail
             blocking = sorted({busy[h] for h in a.hosts if h in busy}) if a.kind == "start" else []
             if blocking and a.steps:
