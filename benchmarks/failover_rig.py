@@ -20,7 +20,8 @@ from sqlalchemy import make_url, text
 
 from alloc.controller.history import Leader, leader
 from alloc.controller.lease import lease_metadata
-from alloc.controller.state import StateStore, metadata
+from alloc.controller.state import StateStore
+from alloc.controller.tables import metadata
 from benchmarks.pg_proxy import Proxy
 
 HERE = Path(__file__).resolve().parent

@@ -22,7 +22,7 @@ from alloc.controller import Controller, Run, StateStore
 from alloc.controller.history import leader, leader_line
 from alloc.controller.lease import Lease, NotLeader, leadership, lease_metadata
 from alloc.controller.metrics import ControllerMetrics
-from alloc.controller.state import metadata
+from alloc.controller.tables import metadata
 from alloc.io import parse_instance
 from alloc.io.controller_config import load_controller_config
 from alloc.io.trace_csv import read_trace

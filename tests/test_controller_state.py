@@ -29,7 +29,7 @@ def store(request, tmp_path):
         url = f"sqlite:///{tmp_path}/s.db"
     s = StateStore(url)
     if request.param == "postgres":
-        from alloc.controller.state import metadata
+        from alloc.controller.tables import metadata
 
         metadata.drop_all(s.engine)  # each test starts from an empty database
         metadata.create_all(s.engine)

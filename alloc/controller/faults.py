@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from sqlalchemy import func, insert, select
 
 from alloc.adapters.base import ExecutorFault
-from alloc.controller.state import StateStore, executor_faults
+from alloc.controller.state import StateStore
+from alloc.controller.tables import executor_faults
 from alloc.printable import shown
 from alloc.readable import counted
 

@@ -13,7 +13,8 @@ from sqlalchemy import and_, func, inspect, select
 
 from alloc.controller.faults import fault_lines
 from alloc.controller.lease import ROW, db_now, leadership
-from alloc.controller.state import StateStore, actions, decisions, rounds, runs
+from alloc.controller.state import StateStore
+from alloc.controller.tables import actions, decisions, rounds, runs
 from alloc.domain import Action, Reason
 from alloc.readable import counted
 from alloc.report.fmt import duration
