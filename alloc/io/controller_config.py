@@ -35,8 +35,8 @@ kubernetes:                # executor kubernetes (alloc.adapters.kubernetes.read
   rack_label: alloc.dev/rack
   retire_label: alloc.dev/retire
   default_gpu_type: gpu      # the type of nodes without the type label
-  timeout: 10s
-  attempts: 3
+  timeout: 10s               # each API call
+  attempts: 3                # tries of a call without a usable answer, with backoff
 metrics: {port: 9464, address: 127.0.0.1}   # Prometheus /metrics (port 0: off)
 sim:                       # executor sim: paths relative to this file
   lab: lab.yaml            # an instance: the cluster, its policy and budgets (no workloads)

@@ -1,32 +1,54 @@
 """The calls the Kubernetes executor makes, through the official client (`kubernetes`, pinned to
-the server's minor version), each with a timeout and retried with backoff when the server or the
-connection fails (never when it answered no: a refused eviction is an answer). Objects come back
-as the API's JSON (dicts), which alloc.adapters.kubernetes.read reads."""
+the server's minor version). Objects come back as the API's JSON (dicts), which
+alloc.adapters.kubernetes.read reads.
+
+Each call has a timeout (`timeout_s` to connect, and again for each wait on the answer). A
+call that gets no answer (timed out: kind timeout; the connection refused or broken: failed),
+a server failure (5xx: failed) or a list answer that does not read (not JSON, cut short,
+without its items: unparsable) is tried again after a backoff with jitter, at most `attempts`
+times in all (alloc.adapters.retry, as Slurm's commands are); every failed attempt is kept as
+an `ExecutorFault` that `take_faults()` hands on (the controller logs, counts and records
+them), named by the request without names ("list pods", "bind", "evict", "create pod"). The
+client's own retries (urllib3's) are off, so each attempt is one request. A refusal is an
+answer, never tried again nor a fault: 404, 409, 422, a 429 (an eviction a disruption budget
+forbids) raise KubeError at once, as the last failed attempt does."""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from alloc.adapters.base import ExecutorFault, FaultKind
 from alloc.adapters.kubernetes import steps
-from alloc.adapters.kubernetes.steps import Step
+from alloc.adapters.kubernetes.steps import Step, call_name
+from alloc.adapters.retry import Failed, Retrier
 
 T = TypeVar("T")
-RETRIED = {500, 502, 503, 504}  # and connection errors (no status)
+RETRIED = {500, 502, 503, 504}  # and no answer (status 0)
 
 
 class KubeError(RuntimeError):
-    """A call that failed: `status` is the HTTP status (0: no answer), `message` what the
-    server said, shortened."""
+    """A call that failed: `status` is the HTTP status (0: no answer, or one that does not
+    read), `message` what the server said (or what went wrong), shortened."""
 
     def __init__(self, what: str, status: int, message: str) -> None:
-        super().__init__(f"{what}: {status or 'no answer'} {message}".strip())
+        super().__init__(f"{what}: {status} {message}" if status else f"{what}: {message}")
         self.status = status
         self.message = message
+
+
+class _Unanswered(Failed):
+    """An attempt without a usable answer: tried again; `status` for the KubeError of the
+    last one."""
+
+    def __init__(self, kind: FaultKind, status: int, message: str) -> None:
+        super().__init__(kind, f"{status} {message}" if status else message)
+        self.status, self.detail = status, message
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +57,8 @@ class KubeConnection:
     context: str | None = None
     timeout_s: float = 10.0
     attempts: int = 3
+    backoff_s: float = 0.5  # the first wait; doubled after each failed attempt
+    max_backoff_s: float = 30.0
 
 
 class KubeApi:
@@ -42,16 +66,26 @@ class KubeApi:
         from kubernetes import client, config
 
         self.connection = connection
+        settings = client.Configuration()
         if connection.kubeconfig is None:
             try:
-                config.load_incluster_config()
-                api_client = client.ApiClient()
+                config.load_incluster_config(client_configuration=settings)
             except config.ConfigException:
-                api_client = config.new_client_from_config(context=connection.context)
+                config.load_kube_config(context=connection.context, client_configuration=settings)
         else:
-            api_client = config.new_client_from_config(
-                config_file=connection.kubeconfig, context=connection.context
+            config.load_kube_config(
+                config_file=connection.kubeconfig,
+                context=connection.context,
+                client_configuration=settings,
             )
+        settings.retries = False  # urllib3's: each attempt is one request, retried below
+        api_client = client.ApiClient(settings)
+        self.retry = Retrier(
+            attempts=connection.attempts,
+            backoff_s=connection.backoff_s,
+            max_backoff_s=connection.max_backoff_s,
+            log=logging.getLogger("alloc.kubernetes"),
+        )
         self.client = api_client
         self.core = client.CoreV1Api(api_client)
         self.models = client
@@ -105,8 +139,9 @@ class KubeApi:
         if namespace is not None:
             path = f"{group}/namespaces/{quote(namespace, safe='')}/{resource}"
         what = f"list {resource}" + (f" in {namespace}" if namespace is not None else "")
-        answer = self._call(
+        return self._call(
             what,
+            call_name("GET", path),
             lambda t: self.client.call_api(
                 path,
                 "GET",
@@ -116,16 +151,8 @@ class KubeApi:
                 _preload_content=False,
                 _request_timeout=t,
             ),
+            _items,
         )
-        response = answer[0] if isinstance(answer, tuple) else answer
-        try:
-            data = json.loads(response.data)
-        except ValueError as e:
-            raise KubeError(what, 0, f"an answer that is not JSON: {e}") from None
-        items = data.get("items") if isinstance(data, dict) else None
-        if not isinstance(items, list):
-            raise KubeError(what, 0, "an answer without items")
-        return [item for item in items if isinstance(item, dict)]
 
     # ------------------------------------------------------------------ acting
     # Every change is a Step (alloc.adapters.kubernetes.steps), sent as it is: what `alloc
@@ -139,6 +166,7 @@ class KubeApi:
             try:
                 self._call(
                     step.what,
+                    step.call,
                     lambda t: self.client.call_api(
                         step.path,
                         step.method,
@@ -149,6 +177,7 @@ class KubeApi:
                         _preload_content=False,
                         _request_timeout=t,
                     ),
+                    lambda answer: None,
                 )
                 return
             except KubeError as e:
@@ -210,30 +239,87 @@ class KubeApi:
         self.send(steps.delete_config_map(namespace, name))
 
     # ------------------------------------------------------------------ plumbing
-    def _call(self, what: str, call: Callable[[float], T]) -> T:
+    def take_faults(self) -> tuple[ExecutorFault, ...]:
+        """The failed attempts since the last call (alloc.adapters.retry)."""
+        return self.retry.take_faults()
+
+    def _call(
+        self,
+        what: str,
+        command: str,
+        call: Callable[[tuple[float, float]], Any],
+        read: Callable[[Any], T],
+    ) -> T:
+        """`read` of the answer of `call` (given the timeouts), tried again when there is no
+        usable answer; KubeError for a refusal, or after the last attempt (`what` names the
+        call in full: the pod, the node; `command` shortly, in the faults)."""
+        try:
+            return self.retry.call(command, lambda: self._once(what, call, read))
+        except _Unanswered as failed:
+            raise KubeError(what, failed.status, failed.detail) from None
+
+    def _once(
+        self, what: str, call: Callable[[tuple[float, float]], Any], read: Callable[[Any], T]
+    ) -> T:
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
-        attempts = max(1, self.connection.attempts)
-        for attempt in range(attempts):
-            try:
-                return call(self.connection.timeout_s)
-            except ApiException as e:
-                error = KubeError(what, int(e.status or 0), _message(e))
-            except (HTTPError, OSError) as e:
-                error = KubeError(what, 0, str(e)[:200])
-            if error.status not in RETRIED and error.status != 0 or attempt == attempts - 1:
-                raise error
-            time.sleep(min(2.0, 0.2 * 2**attempt))
-        raise AssertionError("unreachable")
+        timeout = self.connection.timeout_s
+        try:
+            # (connect, read): the client ignores a single float (it takes only an int)
+            answer = call((timeout, timeout))
+            return read(answer[0] if isinstance(answer, tuple) else answer)
+        except ApiException as e:
+            status = int(e.status or 0)
+            if status and status not in RETRIED:
+                raise KubeError(what, status, _message(e)) from None  # an answer: refused
+            why = _message(e) or ("a server error" if status else "no answer")
+            raise _Unanswered(FaultKind.FAILED, status, why) from None
+        except (HTTPError, OSError) as e:
+            if _timed_out(e):
+                raise _Unanswered(FaultKind.TIMEOUT, 0, f"no answer within {timeout:g} s") from None
+            raise _Unanswered(FaultKind.FAILED, 0, f"no answer: {_short(e)}") from None
+
+
+def _items(response: Any) -> list[dict[str, Any]]:
+    """The items of a list answer; an answer that does not read is a failed attempt."""
+    from urllib3.exceptions import ProtocolError
+
+    try:
+        body = response.data
+    except ProtocolError as e:  # the connection broke inside the answer
+        raise _Unanswered(FaultKind.UNPARSABLE, 0, f"an answer cut short: {_short(e)}") from None
+    try:
+        data = json.loads(body)
+    except ValueError as e:
+        raise _Unanswered(FaultKind.UNPARSABLE, 0, f"an answer that is not JSON: {e}") from None
+    items = data.get("items") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise _Unanswered(FaultKind.UNPARSABLE, 0, "an answer without items")
+    return [item for item in items if isinstance(item, dict)]
+
+
+def _timed_out(e: BaseException) -> bool:
+    """A read or connect timeout (a refused connection is not one, though urllib3 makes
+    NewConnectionError a ConnectTimeoutError)."""
+    from urllib3.exceptions import NewConnectionError
+    from urllib3.exceptions import TimeoutError as Urllib3Timeout
+
+    if isinstance(e, NewConnectionError):
+        return False
+    return isinstance(e, Urllib3Timeout | TimeoutError)
+
+
+def _short(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:200]
 
 
 def _message(e: Any) -> str:
     """The server's own message of a refusal, shortened."""
-    import json
-
     try:
         body = json.loads(e.body or "{}")
     except ValueError:
+        return str(e.reason or "")[:200]
+    if not isinstance(body, dict):
         return str(e.reason or "")[:200]
     return str(body.get("message") or e.reason or "")[:200]

@@ -21,6 +21,11 @@ share an id) still hold their GPUs: the snapshot's hosts have that many fewer.
 
 Applying the same plan twice changes nothing the second time: each action is checked against
 the cluster as read at the start of `apply` and reported ok with what was found.
+
+A call without a usable answer (none within the timeout, a 5xx, a list that does not read) is
+tried again with backoff by alloc.adapters.kubernetes.api, each failed attempt kept as a fault
+that `faults()` hands to the controller; one that still fails fails the read (the round) or
+the action it was for, and nothing is assumed of it: the next read shows what happened.
 """
 
 from __future__ import annotations
@@ -116,7 +121,9 @@ class KubernetesExecutor:
         return dict(self.problems)
 
     def faults(self) -> tuple[ExecutorFault, ...]:
-        return ()  # the API client retries on its own (alloc.adapters.kubernetes.api)
+        """The failed attempts of API calls since the last call (alloc.adapters.kubernetes.api
+        retries them and keeps them, as Slurm's commands do)."""
+        return self.api.take_faults()
 
     def changes(self) -> str:
         """The managed pods with their phases, nodes, labels and annotations, and the nodes

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from alloc.adapters.base import ApplyReport
+from alloc.adapters.base import ApplyReport, ExecutorFault
 from alloc.adapters.kubernetes.api import KubeApi, KubeError
 from alloc.adapters.kubernetes.executor import KubernetesExecutor
 from alloc.adapters.kubernetes.read import KubeSite
@@ -138,6 +138,10 @@ class RecordingApi(KubeApi):
 
     def send(self, step: Step) -> None:
         self.steps.append(step)
+
+    def take_faults(self) -> tuple[ExecutorFault, ...]:
+        """The failed attempts of the live API's reads (a file has none)."""
+        return self.source.take_faults() if isinstance(self.source, KubeApi) else ()
 
 
 def plan_steps(

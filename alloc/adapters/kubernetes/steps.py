@@ -30,11 +30,47 @@ class Step:
     replace_at: str = ""  # a create that, when the name exists, replaces it there (PUT)
 
     @property
+    def call(self) -> str:
+        """The request, shortly, naming no pod or node ("bind", "evict", "create pod"): a
+        fault's `command`."""
+        return call_name(self.method, self.path)
+
+    @property
     def url(self) -> str:
         """The path with its query, as `kubectl ... --raw` takes it."""
         if not self.query:
             return self.path
         return self.path + "?" + "&".join(f"{k}={quote(v, safe='')}" for k, v in self.query)
+
+
+_ONE = {
+    "pods": "pod",
+    "nodes": "node",
+    "configmaps": "config map",
+    "jobs": "job",
+    "poddisruptionbudgets": "disruption budget",
+    "namespaces": "namespace",
+}
+_MANY = {"configmaps": "config maps", "poddisruptionbudgets": "disruption budgets"}
+_SUB = {"binding": "bind", "eviction": "evict"}
+_VERB = {"GET": "get", "POST": "create", "PUT": "replace", "PATCH": "patch", "DELETE": "delete"}
+
+
+def call_name(method: str, path: str) -> str:
+    """A request by its verb and kind of object, without names: "list pods", "bind",
+    "evict", "create pod", "patch node", "delete config map"."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    parts = parts[2:] if parts[:1] == ["api"] else parts[3:]  # /api/v1, /apis/GROUP/VERSION
+    if len(parts) >= 3 and parts[0] == "namespaces":
+        parts = parts[2:]
+    if not parts:
+        return f"{method.lower()} {path}"[:60]
+    resource, verb = parts[0], _VERB.get(method.upper(), method.lower())
+    if len(parts) >= 3:
+        return _SUB.get(parts[2]) or f"{verb} {_ONE.get(resource, resource)} {parts[2]}"
+    if len(parts) == 1 and verb == "get":
+        return f"list {_MANY.get(resource, resource)}"
+    return f"{verb} {_ONE.get(resource, resource)}"
 
 
 def _seg(name: str) -> str:

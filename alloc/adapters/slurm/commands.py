@@ -6,10 +6,11 @@ Each call has a timeout (a command that hangs is killed). A call that fails for 
 worth another try (the controller busy, down or unreachable), hangs, or answers with output
 that does not read (garbage, truncated JSON) is tried again after an exponential backoff with
 jitter (`backoff_s` doubled each time, capped at `max_backoff_s`, each wait drawn between
-half of it and all of it), at most `attempts` times in all; when it still fails it raises
-`SlurmError` with the command's own message (the round that needed it reports the failure;
-nothing half-applied is hidden). Every failed attempt is logged and kept as an
-`ExecutorFault` until `take_faults()` hands it on (the controller counts and records them).
+half of it and all of it), at most `attempts` times in all (alloc.adapters.retry, shared with
+the Kubernetes executor); when it still fails it raises `SlurmError` with the command's own
+message (the round that needed it reports the failure; nothing half-applied is hidden). Every
+failed attempt is logged and kept as an `ExecutorFault` until `take_faults()` hands it on (the
+controller counts and records them); a refusal (`Invalid job id`) too, given up at once.
 """
 
 from __future__ import annotations
@@ -17,17 +18,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from alloc.adapters.base import ExecutorFault, FaultKind
+from alloc.adapters.base import FaultKind
+from alloc.adapters.retry import Failed, Retrier
 
-log = logging.getLogger("alloc.slurm")
 T = TypeVar("T")
 
 
@@ -38,21 +37,14 @@ class SlurmError(RuntimeError):
         super().__init__(f"{' '.join(argv[:3])}: {self.message}")
 
 
-class _Failed(Exception):
-    def __init__(self, kind: FaultKind, message: str, again: bool = True) -> None:
-        self.kind, self.message, self.again = kind, message.strip(), again
+@dataclass(kw_only=True)
+class SlurmCommands(Retrier):
+    """Retrier's `attempts`, `backoff_s` (0.5 s), `max_backoff_s` (30 s), `sleep`, `rng` and
+    `faults` (alloc.adapters.retry), and:"""
 
-
-@dataclass
-class SlurmCommands:
     timeout_s: float = 10.0
-    attempts: int = 3
-    backoff_s: float = 0.5  # the first wait; doubled after each failed attempt
     env: Mapping[str, str] | None = None  # e.g. SLURM_CONF; None: this process's environment
-    sleep: Callable[[float], None] = time.sleep
-    max_backoff_s: float = 30.0
-    rng: random.Random = field(default_factory=random.Random)
-    faults: list[ExecutorFault] = field(default_factory=list)  # not yet taken
+    log: logging.Logger = field(default=logging.getLogger("alloc.slurm"), repr=False, compare=False)
 
     def run(self, *argv: str, retry: bool = True) -> str:
         """stdout of the command; SlurmError after the last failed attempt."""
@@ -63,25 +55,11 @@ class SlurmCommands:
         like a failure (tried again)."""
         return self._tried((*argv, "--json"), _object)
 
-    def take_faults(self) -> tuple[ExecutorFault, ...]:
-        taken, self.faults = tuple(self.faults), []
-        return taken
-
     def _tried(self, argv: Sequence[str], parse: Callable[[str], T], retry: bool = True) -> T:
-        attempts = max(1, self.attempts if retry else 1)
-        delay = self.backoff_s
-        for attempt in range(1, attempts + 1):
-            try:
-                return parse(self._once(argv))
-            except _Failed as failed:
-                last = attempt == attempts or not failed.again
-                wait = None if last else self._jittered(delay)
-                self._fault(argv, failed, attempt, wait)
-                if wait is None:
-                    raise SlurmError(argv, failed.message) from None
-                self.sleep(wait)
-                delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            return self.call(_command(argv), lambda: parse(self._once(argv)), retry)
+        except Failed as failed:
+            raise SlurmError(argv, failed.message) from None
 
     def _once(self, argv: Sequence[str]) -> str:
         try:
@@ -94,30 +72,13 @@ class SlurmCommands:
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            raise _Failed(FaultKind.TIMEOUT, f"no answer within {self.timeout_s:g} s") from None
+            raise Failed(FaultKind.TIMEOUT, f"no answer within {self.timeout_s:g} s") from None
         except OSError as e:  # the command is not installed
-            raise _Failed(FaultKind.FAILED, str(e), again=False) from None
+            raise Failed(FaultKind.FAILED, str(e), again=False) from None
         if done.returncode == 0:
             return done.stdout
         message = done.stderr or done.stdout or f"exit code {done.returncode}"
-        raise _Failed(FaultKind.FAILED, message, again=_transient(message))
-
-    def _jittered(self, delay: float) -> float:
-        """Between half the backoff and all of it (so each wait is at least the last one)."""
-        capped = min(delay, self.max_backoff_s)
-        return capped / 2 + self.rng.uniform(0.0, capped / 2)
-
-    def _fault(
-        self, argv: Sequence[str], failed: _Failed, attempt: int, wait: float | None
-    ) -> None:
-        command = _command(argv)
-        fault = ExecutorFault(failed.kind, command, failed.message[:500], attempt, wait)
-        self.faults.append(fault)
-        del self.faults[:-1000]  # nobody took them: keep the last ones
-        then = "given up" if wait is None else f"again in {wait:.2f} s"
-        log.warning(
-            "%s: %s (attempt %d, %s): %s", command, failed.kind, attempt, then, fault.message
-        )
+        raise Failed(FaultKind.FAILED, message, again=_transient(message))
 
 
 def _command(argv: Sequence[str]) -> str:
@@ -135,9 +96,9 @@ def _object(out: str) -> dict[str, Any]:
     try:
         data = json.loads(out)
     except json.JSONDecodeError as e:
-        raise _Failed(FaultKind.UNPARSABLE, f"unreadable JSON: {e}") from None
+        raise Failed(FaultKind.UNPARSABLE, f"unreadable JSON: {e}") from None
     if not isinstance(data, dict):
-        raise _Failed(FaultKind.UNPARSABLE, "unexpected JSON: not an object")
+        raise Failed(FaultKind.UNPARSABLE, "unexpected JSON: not an object")
     return data
 
 
