@@ -15,7 +15,8 @@ matches its path counts the request; once more than `skip` were seen, the next `
 - cut: forwarded, the answer's headers and half its body sent, then the connection closed;
 - drop: the connection closed without an answer, nothing reaches the server;
 - hang: nothing reaches the server and nothing comes back for `seconds` (past the caller's
-  timeout), then the connection is closed.
+  timeout), then the connection is closed;
+- lost: forwarded (the server acts), then the connection closed without an answer.
 Every request is logged (`calls()`): when it came, method, path, the mode it got. Standard
 library only, plus PyYAML for the kubeconfig.
 """
@@ -37,7 +38,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-MODES = ("503", "garbage", "empty", "truncated", "cut", "drop", "hang")
+MODES = ("503", "garbage", "empty", "truncated", "cut", "drop", "hang", "lost")
 GARBAGE = b'<html><body>502 Bad Gateway</body></html>\n{"items": [}\n'
 HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection"}
 
@@ -215,6 +216,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
         status, reason, kept, data = proxy._forward(self.command, self.path, headers, body)
+        if mode == "lost":  # the server acted, its answer never comes back
+            self.close_connection = True
+            return
         if mode == "truncated":
             data = data[: len(data) // 2]
         if mode == "cut":

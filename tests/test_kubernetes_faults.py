@@ -358,3 +358,33 @@ def test_an_eviction_a_disruption_budget_refuses_is_an_answer_not_a_fault(kube, 
     assert len(proxy.calls("POST", r"/eviction$")) == 1  # and not asked again
     assert fault_lines(controller.store) == []
     controller.store.close()
+
+
+def test_a_requeued_copy_whose_answer_was_lost_is_created_once_and_not_waited_on(
+    kube, proxy, tmp_path
+):
+    # A preempted bare pod is queued again as a copy of itself. The server creates the copy
+    # but its answer is lost: the create is sent again, answered 409 (the name is taken
+    # by the copy itself), and that is done, at once: no waiting on a conflict that lasts.
+    controller = controller_of(kube, proxy, tmp_path)
+    running_free_pods(kube, controller)
+    kube.pod("owed", 8, queue="vision")
+    proxy.inject("POST", r"/namespaces/[^/]+/pods$", "lost")
+
+    ok = checked(controller.round_once())
+    (victim,) = [d.workload for d in ok.plan.decisions if d.action is Action.PREEMPT]
+    assert (ok.started, ok.preempted, ok.failed) == (1, 1, 0)
+    (fault,) = ok.faults
+    assert (fault.command, fault.attempt, fault.gave_up) == ("create pod", 1, False)
+    creates = proxy.calls("POST", r"/namespaces/[^/]+/pods$")
+    assert [c.mode for c in creates] == ["lost", ""]
+    assert creates[1].t - creates[0].t < 3.0  # the retry's own backoff, no conflict loop
+    bound, pending = api_view(kube)
+    assert victim not in bound and victim in pending  # the copy, pending, once
+    name = victim.split("/", 1)[1]
+    assert sum(p == name for p in kube.pods()) == 1
+
+    after = checked(controller.round_once())
+    assert after.faults == ()
+    assert round_view(after) == api_view(kube)
+    controller.store.close()

@@ -226,7 +226,25 @@ class KubeApi:
         self.send(steps.delete_pod(namespace, pod))
 
     def create(self, namespace: str, pod: dict[str, Any], conflict_waits: int = 50) -> None:
-        self.send(replace(steps.create_pod(namespace, pod), conflict_waits=conflict_waits))
+        """Create the pod. A conflict with a pod of that name still leaving is waited out
+        `conflict_waits` times (0.1 s each); one with the very pod sent (not leaving, with its
+        labels and annotations: a request tried again after its answer was lost) is done; any
+        other is a KubeError at once (waiting would not help)."""
+        step = replace(steps.create_pod(namespace, pod), conflict_waits=0)
+        for attempt in range(conflict_waits + 1):
+            try:
+                self.send(step)
+                return
+            except KubeError as e:
+                if e.status != 409:
+                    raise
+                found = self.pod(namespace, str(pod["metadata"]["name"]))
+                if found is not None and _same_pod(found, pod):
+                    return
+                leaving = found is None or (found.get("metadata") or {}).get("deletionTimestamp")
+                if not leaving or attempt == conflict_waits:
+                    raise
+                time.sleep(0.1)
 
     def patch_node(self, name: str, patch: dict[str, Any]) -> None:
         self.send(steps.patch_node(name, patch))
@@ -312,6 +330,20 @@ def _timed_out(e: BaseException) -> bool:
 
 def _short(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"[:200]
+
+
+def _same_pod(found: dict[str, Any], sent: dict[str, Any]) -> bool:
+    """`found` is the pod `sent` created (not one still leaving, nor another's of that name):
+    not being deleted, for the same scheduler, with the labels and annotations sent (a copy
+    alloc queues again counts one more preemption than the pod it replaces)."""
+    meta, want = found.get("metadata") or {}, sent.get("metadata") or {}
+    return (
+        not meta.get("deletionTimestamp")
+        and (found.get("spec") or {}).get("schedulerName")
+        == (sent.get("spec") or {}).get("schedulerName")
+        and (meta.get("labels") or {}) == (want.get("labels") or {})
+        and (meta.get("annotations") or {}) == (want.get("annotations") or {})
+    )
 
 
 def _message(e: Any) -> str:
