@@ -9,6 +9,7 @@ order; the first whose `method` is the request's and whose `path` (a regular exp
 matches its path counts the request; once more than `skip` were seen, the next `times` get
 `mode`:
 - 503: answered `503 Service Unavailable` (a Status), nothing reaches the server;
+- 429: answered `429 Too Many Requests` (a Status: the server sheds load), nothing reaches it;
 - garbage: answered 200 with a body that is not JSON, nothing reaches the server;
 - empty: answered 200 with `{}` (JSON, but no items), nothing reaches the server;
 - truncated: forwarded, the first half of the server's answer returned (as a whole answer);
@@ -38,7 +39,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-MODES = ("503", "garbage", "empty", "truncated", "cut", "drop", "hang", "lost")
+MODES = ("503", "429", "garbage", "empty", "truncated", "cut", "drop", "hang", "lost")
 GARBAGE = b'<html><body>502 Bad Gateway</body></html>\n{"items": [}\n'
 HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection"}
 
@@ -199,16 +200,22 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "drop":
             self.close_connection = True
             return
-        if mode == "503":
+        if mode in ("503", "429"):
+            code = int(mode)
+            reason, message = {
+                503: ("ServiceUnavailable", "injected: the server is unavailable"),
+                429: ("TooManyRequests", "injected: too many requests, please try again later"),
+            }[code]
             status = {
                 "kind": "Status",
                 "apiVersion": "v1",
                 "status": "Failure",
-                "message": "injected: the server is unavailable",
-                "reason": "ServiceUnavailable",
-                "code": 503,
+                "message": message,
+                "reason": reason,
+                "code": code,
             }
-            self._answer(503, "Service Unavailable", [], json.dumps(status).encode())
+            phrase = "Service Unavailable" if code == 503 else "Too Many Requests"
+            self._answer(code, phrase, [], json.dumps(status).encode())
             return
         if mode in ("garbage", "empty"):
             data = GARBAGE if mode == "garbage" else b"{}"

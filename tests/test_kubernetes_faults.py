@@ -240,6 +240,7 @@ def test_a_bind_that_keeps_failing_requeues_the_gang_and_the_next_round_starts_i
         ("cut", FaultKind.UNPARSABLE, "an answer cut short"),
         ("empty", FaultKind.UNPARSABLE, "an answer without items"),
         ("drop", FaultKind.FAILED, "no answer: ProtocolError"),
+        ("429", FaultKind.FAILED, "429 injected: too many requests"),
     ],
     ids=[
         "garbage",
@@ -247,6 +248,7 @@ def test_a_bind_that_keeps_failing_requeues_the_gang_and_the_next_round_starts_i
         "an answer cut short by the connection",
         "JSON without items",
         "the connection closed without an answer",
+        "the server shedding load (429)",
     ],
 )
 def test_a_list_that_does_not_read_is_asked_again_and_the_round_goes_on(

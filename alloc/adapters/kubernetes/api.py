@@ -29,7 +29,7 @@ from alloc.adapters.kubernetes.steps import Step, call_name
 from alloc.adapters.retry import Failed, Retrier
 
 T = TypeVar("T")
-RETRIED = {500, 502, 503, 504}  # and no answer (status 0)
+RETRIED = frozenset({500, 502, 503, 504})  # and no answer (status 0)
 
 
 class KubeError(RuntimeError):
@@ -272,12 +272,19 @@ class KubeApi:
         usable answer; KubeError for a refusal, or after the last attempt (`what` names the
         call in full: the pod, the node; `command` shortly, in the faults)."""
         try:
-            return self.retry.call(command, lambda: self._once(what, call, read))
+            # 429 is an answer from an eviction (a disruption budget forbids it), and the
+            # server shedding load from anything else (API priority and fairness): tried again
+            retried = RETRIED if command == "evict" else RETRIED | {429}
+            return self.retry.call(command, lambda: self._once(what, call, read, retried))
         except _Unanswered as failed:
             raise KubeError(what, failed.status, failed.detail) from None
 
     def _once(
-        self, what: str, call: Callable[[tuple[float, float]], Any], read: Callable[[Any], T]
+        self,
+        what: str,
+        call: Callable[[tuple[float, float]], Any],
+        read: Callable[[Any], T],
+        retried: frozenset[int] = RETRIED,
     ) -> T:
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
@@ -289,7 +296,7 @@ class KubeApi:
             return read(answer[0] if isinstance(answer, tuple) else answer)
         except ApiException as e:
             status = int(e.status or 0)
-            if status and status not in RETRIED:
+            if status and status not in retried:
                 raise KubeError(what, status, _message(e)) from None  # an answer: refused
             why = _message(e) or ("a server error" if status else "no answer")
             raise _Unanswered(FaultKind.FAILED, status, why) from None
