@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from alloc.domain import Action, Decision, Occupancy, Plan, Reason, Snapshot, WorkloadId
-from alloc.explain.entitled import order_line
+from alloc.explain.entitled import granted_ratios, order_line
 from alloc.explain.facts import held_by_node
 from alloc.explain.room import down_hosts, free_after, holders, release_s
 from alloc.io.durations import format_time
@@ -33,11 +33,12 @@ def why_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> li
         out += _reserved_why(ctx, plan, wid)
     if wid in ctx.share.rank:
         out.append(order_line(ctx, wid))
-        at = ctx.share.grant_ratios.get(wid)
-        if at:
+        if w.budget:
+            horizon = duration(snapshot.policy.horizon_s)
             out.append(
-                "projected ratios when its turn came (window usage plus this round's grants "
-                "before it, top level first): " + ", ".join(ratio(r) for r in at)
+                "projected ratios when its turn came (window usage plus, for the "
+                f"{horizon} horizon, protected work and the grants ranked ahead of it; top "
+                "level first): " + ", ".join(ratio(r) for r in granted_ratios(ctx, wid))
             )
     if w.budget and d.occupancy is Occupancy.ALLOCATED:
         held = held_by_node(plan, snapshot, w.budget)
