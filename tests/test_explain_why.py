@@ -60,7 +60,9 @@ def test_a_gang_that_protected_work_keeps_out_is_told_about_room_not_entitlement
     assert lines[2].endswith("; and 1 more host")
     assert lines[3:] == [
         "so it takes no place in this round's fair-share order, and a's entitlement this round "
-        "(8 GPUs) counts only the demand of a's work that can start (models/round.md 2.3)"
+        "(8 GPUs) counts only the demand of a's work that can start (models/round.md 2.3)",
+        "hosts h0, h1, h6, h7 are reserved for it (models/round.md 8): no other allocated work "
+        "starts there, and their protected work ends by 2026-11-30T13:00:00Z, when it can start",
     ]
     # Before: the whole Why was "a holds 8 allocated GPUs after this round; its entitlement
     # is 8", as if its team's share kept it waiting.

@@ -4,7 +4,7 @@ budget path beyond that node's entitlement waits `over_allocation` (SPEC: beyond
 entitlement), whatever its leaf's own ratio; `no_room` is for work its nodes are entitled to
 run whose GPUs are not there. The headline names the node in the way and says whether it has no
 entitlement left or only this workload would take it past; the projected ratios count only
-what the round granted.
+what the round granted; what would have to change lists no condition that already holds.
 Every plan is checked against the invariants (`solve_checked`)."""
 
 from __future__ import annotations
@@ -214,3 +214,24 @@ def test_the_projected_ratios_charge_only_the_work_granted_ahead(solver):
         "projected ratios when its turn came (window usage plus, for the 7 d horizon, protected "
         "work and the grants ranked ahead of it; top level first): 1.000"
     ) in lines
+
+
+# --- what would have to change: no condition that holds already ------------------------------
+
+
+def test_a_gang_with_hosts_reserved_for_it_is_not_told_to_get_a_reservation(solver):
+    """Tutorial 1: reservation.yaml's a-gang has h0, h1, h6 and h7 reserved for it; that was
+    listed as a change. It is a fact of the round (its Why); the changes are the room that has
+    not freed yet."""
+    snap = load_instance(EXAMPLES / "reservation.yaml")
+    plan = solve_checked(snap, solver)
+    answer = explain(snap, plan, "a-gang")
+    assert answer.change == [
+        "4 whole free hosts in one block; the best it has now is 1",
+        "room of that shape frees at the earliest at 2026-11-30T13:00:00Z, when the protection "
+        "of the work there ends (work still entitled then keeps running)",
+    ]
+    assert answer.why[-1] == (
+        "hosts h0, h1, h6, h7 are reserved for it (models/round.md 8): no other allocated work "
+        "starts there, and their protected work ends by 2026-11-30T13:00:00Z, when it can start"
+    )
