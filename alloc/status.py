@@ -31,7 +31,7 @@ class QueueRow:
     priority: int
     waiting_s: float
     decision: str  # e.g. "start (under_allocation)", "wait (over_allocation)"
-    standing: str  # entitled | over its entitlement | unallocated | blocked
+    standing: str  # entitled | over its entitlement | cluster full | unallocated | blocked
     path: str  # "nlp 0.82 > olmo 0.95": window ratios from the top level down
 
 
@@ -52,8 +52,10 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
             standing = "blocked"
         elif w.id in ctx.share.entitled:
             standing = "entitled"
-        elif w.id in ctx.share.rank:
+        elif ctx.share.over_entitlement(w.id):
             standing = "over its entitlement"
+        elif w.id in ctx.share.rank:  # within it, but the ready GPUs ran out at its turn
+            standing = "cluster full"
         else:
             standing = "unallocated"
         path = (

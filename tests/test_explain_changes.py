@@ -305,47 +305,74 @@ def test_no_example_is_told_to_wait_for_a_time_that_has_come(path):
 # --- unallocated work -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("wid", "instead"),
-    [
-        (
-            "scratch",
-            "or it declares a minimum runtime above 0: it then runs as allocated work of b, "
-            "charged to b and protected for that runtime, and waiting allocated work displaces "
-            "unallocated work",
-        ),
-        (
-            "orphan",
-            "or it names a budget node with a share and a minimum runtime above 0: it then runs "
-            "as allocated work of that node, charged to it and protected for that runtime, and "
-            "waiting allocated work displaces unallocated work",
-        ),
-    ],
-    ids=["minimum runtime 0", "unfunded"],
+ROOM_FOR_UNALLOCATED = (
+    "GPUs of that shape that no allocated work wants: allocated work keeps its GPUs against "
+    "unallocated work (past its protection too), so room frees only when work there ends and "
+    "no waiting allocated work takes it"
 )
-def test_unallocated_work_is_told_what_frees_room_for_it_and_no_fair_share_moves(wid, instead):
+
+
+def _one_host_held_by_a(a_run: dict[str, object], usage: dict[str, float]) -> Snapshot:
+    """One host of 8 GPUs held by a's run `a_run`; b's scratch (8 GPUs, minimum runtime 0)
+    and an unfunded orphan (4 GPUs) wait."""
+    return snapshot_of(
+        instance(
+            hosts=[host("h0")],
+            usage=usage,
+            workloads=[a_run, workload("scratch", 8, "b", "0"), workload("orphan", 4, None)],
+        )
+    )
+
+
+PROTECTED_A = workload("a-run", 8, "a", "4h", started=ago(hours=1), hosts={"h0": 8})
+
+
+@pytest.mark.parametrize("wid", ["scratch", "orphan"], ids=["minimum runtime 0", "unfunded"])
+def test_unallocated_work_is_told_what_frees_room_for_it_and_no_fair_share_moves(wid):
     """Issue: unallocated work was told room frees "when the protection of the work there
     ends" and "when its own node moves ahead in the fair-share order": neither helps it
     (allocated work keeps its GPUs against it, protected or not, and it has no place in the
-    order). It is told what does: GPUs no allocated work wants, or running as allocated work."""
-    snap = snapshot_of(
-        instance(
-            hosts=[host("h0")],
-            workloads=[
-                workload("a-run", 8, "a", "4h", started=ago(hours=1), hosts={"h0": 8}),
-                workload("scratch", 8, "b", "0"),
-                workload("orphan", 4, None),
-            ],
-        )
-    )
+    order). It is told what does: GPUs no allocated work wants. Running as allocated work
+    would not help either this round (issue 17, point 4): b is entitled to none of the host,
+    which a's run holds protected until 15:00, and no node's work could start beside it."""
+    snap = _one_host_held_by_a(PROTECTED_A, {})
     lines = change(snap, wid)
-    assert lines[1:] == [
-        "GPUs of that shape that no allocated work wants: allocated work keeps its GPUs against "
-        "unallocated work (past its protection too), so room frees only when work there ends "
-        "and no waiting allocated work takes it",
-        instead,
-    ]
+    assert lines[1:] == [ROOM_FOR_UNALLOCATED]
     assert not any("fair-share" in line or "protection of the work" in line for line in lines)
+
+
+def test_a_minimum_runtime_above_0_is_suggested_only_when_it_would_start_the_work(solver):
+    """Issue 17, point 4: "a minimum runtime above 0" was suggested to work whose node is
+    entitled to no GPU, which cannot help. Here a's 8-GPU run is past its protection and a is
+    ahead of b over the window: as allocated work of b (ratio 0, holding nothing) scratch
+    would be entitled and would displace a's run this round, so the suggestion stands, with
+    the runtime tried; with a's run protected it does not (above). The unfunded orphan may
+    be told to name a node: a's run past its protection leaves room for work of some node."""
+    past = workload("a-run", 8, "a", "2h", started=ago(hours=5), hosts={"h0": 8})
+    snap = _one_host_held_by_a(past, {"a": 100})
+    plan = solve_checked(snap, solver)
+    assert plan.decision(WorkloadId("a-run")).action is Action.KEEP  # unallocated work waits
+    lines = change(snap, "scratch", plan)
+    assert lines[1:] == [
+        ROOM_FOR_UNALLOCATED,
+        "or it declares a minimum runtime above 0 (with 15 min, this round would start it): it "
+        "then runs as allocated work of b, charged to b and protected for that runtime, and "
+        "waiting allocated work displaces unallocated work",
+    ]
+    assert change(snap, "orphan", plan)[1:] == [
+        ROOM_FOR_UNALLOCATED,
+        "or it names a budget node with a share and a minimum runtime above 0: it then runs as "
+        "allocated work of that node, charged to it and protected for that runtime, and "
+        "waiting allocated work displaces unallocated work",
+    ]
+    # What the suggestion claims, checked: the same round with that runtime starts it.
+    from dataclasses import replace
+
+    asked = tuple(
+        replace(w, min_runtime_s=900.0) if w.id == "scratch" else w for w in snap.workloads
+    )
+    trial = solve_checked(replace(snap, workloads=asked), solver)
+    assert trial.decision(WorkloadId("scratch")).action is Action.START
 
 
 # --- the command line and the README ---------------------------------------------------------

@@ -60,7 +60,9 @@ def test_a_gang_that_protected_work_keeps_out_is_told_about_room_not_entitlement
     assert lines[2].endswith("; and 1 more host")
     assert lines[3:] == [
         "so it takes no place in this round's fair-share order, and a's entitlement this round "
-        "(8 GPUs) counts only the demand of a's work that can start (models/round.md 2.3)"
+        "(8 GPUs) counts only the demand of a's work that can start (models/round.md 2.3)",
+        "hosts h0, h1, h6, h7 are reserved for it (models/round.md 8): no other allocated work "
+        "starts there, and their protected work ends by 2026-11-30T13:00:00Z, when it can start",
     ]
     # Before: the whole Why was "a holds 8 allocated GPUs after this round; its entitlement
     # is 8", as if its team's share kept it waiting.
@@ -140,8 +142,8 @@ def test_work_waiting_on_its_entitlement_keeps_the_entitlement_why(solver):
         "protected work and the entitled work ranked ahead of it held 8 of the 8 ready GPUs, "
         "and the 0 left are fewer than the 1 it needs; and b is entitled to 6 GPUs, of which "
         "they count 6: the 0 left are fewer than the 1 it needs",
-        "projected ratios when its turn came (window usage plus this round's grants before it, "
-        "top level first): 2.000",
+        "projected ratios when its turn came (window usage plus, for the 7 d horizon, protected "
+        "work and the grants ranked ahead of it; top level first): 2.000",
         "b holds 6 allocated GPUs after this round; its entitlement is 6",
     ]
 
@@ -313,10 +315,11 @@ def test_a_start_beyond_its_entitlement_says_why_it_may_start_and_that_it_is_pro
     assert d.protected_until is not None
     answer = explain(snap, plan, "a-2")
     assert answer.headline == (
-        "a-2: start on h0:2 (over_allocation): its budget node is beyond its entitlement for "
-        "this round, and it may start all the same because no entitled waiting work can use "
-        "these GPUs; it runs as allocated work: charged to its budget and protected for its "
-        "minimum runtime, after which entitled work that needs the GPUs rebalances it."
+        "a-2: start on h0:2 (over_allocation): its budget node a has used all its entitlement "
+        "for this round (8 GPUs), and it may start all the same because no entitled waiting "
+        "work can use these GPUs; it runs as allocated work: charged to its budget and "
+        "protected for its minimum runtime, after which entitled work that needs the GPUs "
+        "rebalances it."
     )
     assert "protected until 2026-11-30T14:00:00Z" in answer.facts
     held = solved(snap, plan, "a").assigned_gpus

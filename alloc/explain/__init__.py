@@ -47,7 +47,7 @@ def explain(
     d = plan.decision(wid)
     budget = snapshot.by_id[wid].budget
     return Explanation(
-        headline(plan, wid, snapshot),
+        headline(plan, wid, snapshot, ctx),
         facts=contract_facts(ctx, plan, wid),
         path=budget_path(ctx, budget) if budget else [],
         why=why_lines(ctx, plan, wid, d),

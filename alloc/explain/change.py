@@ -1,9 +1,12 @@
 """The "What would have to change" of `alloc explain`, for waiting work: only changes whose
-condition does not already hold (room that frees, and when; a reservation; room in the
-entitlement of the node in its way; for unallocated work, GPUs no allocated work wants; fewer
-GPUs, topology any or hosts back for work the ready cluster cannot hold)."""
+condition does not already hold (room that frees, and when; a reservation it lacks; room in the
+entitlement of the node in its way; for unallocated work, GPUs no allocated work wants, or a
+minimum runtime above 0 when with one this round would start it; fewer GPUs, topology any or
+hosts back for work the ready cluster cannot hold)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -21,7 +24,8 @@ from alloc.explain.entitled import shortfall_changes
 from alloc.explain.facts import held_by_node
 from alloc.explain.room import down_hosts, earliest, fits, free_after, largest
 from alloc.io.durations import format_time
-from alloc.readable import count, counted
+from alloc.readable import count, counted, duration
+from alloc.round import RoundOptions, run_round
 from alloc.solve.context import RoundContext
 from alloc.solve.placement import place
 from alloc.solve.problem import Shape
@@ -153,18 +157,49 @@ def _unallocated_room(ctx: RoundContext, w: Workload) -> list[str]:
         "there ends and no waiting allocated work takes it"
     ]
     if ctx.standings[w.id].funded:
-        out.append(
-            f"or it declares a minimum runtime above 0: it then runs as allocated work of "
-            f"{w.budget}, charged to {w.budget} and protected for that runtime, and waiting "
-            "allocated work displaces unallocated work"
-        )
-    else:
+        trial = _starts_as_allocated(ctx, w)
+        if trial is not None:
+            out.append(
+                f"or it declares a minimum runtime above 0 (with {duration(trial)}, this round "
+                f"would start it): it then runs as allocated work of {w.budget}, charged to "
+                f"{w.budget} and protected for that runtime, and waiting allocated work "
+                "displaces unallocated work"
+            )
+    elif place(ctx.shapes[w.id], _beside_protected(ctx), ctx.hosts) is not None:
+        # Which node it would name is its owner's choice: room beside the work the contract
+        # keeps is what any node's work needs this round (without it, no node would help).
         out.append(
             "or it names a budget node with a share and a minimum runtime above 0: it then "
             "runs as allocated work of that node, charged to it and protected for that runtime, "
             "and waiting allocated work displaces unallocated work"
         )
     return out
+
+
+def _beside_protected(ctx: RoundContext) -> np.ndarray:
+    """Per ready host, the GPUs that the work the contract keeps this round leaves."""
+    hosts = ctx.hosts
+    return np.where(hosts.ready, np.maximum(hosts.cap - ctx.fixed_used, 0), 0)
+
+
+def _starts_as_allocated(ctx: RoundContext, w: Workload) -> float | None:
+    """The minimum runtime with which funded unallocated work would start this round as
+    allocated work of its budget node, or None when it would not: its node may be entitled
+    to none of the GPUs (protected work, or work ranked ahead, holds them) and the room of
+    its shape may be held by allocated work, which unallocated work never displaces. The
+    round is solved again with that runtime (the greedy: a quick, valid plan); a short one,
+    as a backfill on reserved hosts must end before the gang starts."""
+    snapshot = ctx.snapshot
+    trial = min(_TRIAL_MIN_RUNTIME_S, snapshot.policy.max_min_runtime_s)
+    if trial <= 0:
+        return None
+    asked = replace(w, min_runtime_s=trial)
+    workloads = tuple(asked if o.id == w.id else o for o in snapshot.workloads)
+    plan = run_round(replace(snapshot, workloads=workloads), RoundOptions(solver="greedy"))
+    return trial if plan.decision(w.id).action is Action.START else None
+
+
+_TRIAL_MIN_RUNTIME_S = 15 * 60.0  # the minimum runtime of debug work (SPEC's metrics)
 
 
 def _held_after(ctx: RoundContext, plan: Plan, node: str) -> str:
@@ -191,20 +226,14 @@ def _held_after(ctx: RoundContext, plan: Plan, node: str) -> str:
 
 
 def _reservation_lines(plan: Plan, wid: WorkloadId) -> list[str]:
-    """What the plan's reservations mean for `wid`: its own, or the ones in its way."""
-    w = plan.decision(wid)
-    out = []
-    for r in plan.reservations:
-        names = ", ".join(r.hosts)
-        when = format_time(r.ready_at)
-        if r.workload == wid:
-            out.append(
-                f"hosts {names} are reserved for it: no other allocated work starts there, and "
-                f"their protected work ends by {when}, when it can start"
-            )
-        elif w.reason is Reason.RESERVED:
-            out.append(
-                f"hosts {names} are reserved for {r.workload} until it starts (its room frees "
-                f"by {when}); it starts elsewhere when room of its shape frees there"
-            )
-    return out
+    """For work that waits `reserved`: the reservations in its way, until when. (Its own
+    reservation is a condition that holds already: the Why tells it.)"""
+    if plan.decision(wid).reason is not Reason.RESERVED:
+        return []
+    return [
+        f"hosts {', '.join(r.hosts)} are reserved for {r.workload} until it starts (its room "
+        f"frees by {format_time(r.ready_at)}); it starts elsewhere when room of its shape frees "
+        "there"
+        for r in plan.reservations
+        if r.workload != wid
+    ]

@@ -9,7 +9,17 @@ called so wherever it appears."""
 
 from __future__ import annotations
 
-from alloc.domain import Action, BudgetPath, Occupancy, Reason, Workload, WorkloadId
+from alloc.domain import (
+    HOUR_S,
+    Action,
+    BudgetPath,
+    Occupancy,
+    Reason,
+    Workload,
+    WorkloadId,
+    path_prefixes,
+)
+from alloc.policy.fairshare import ratio as ratio_of
 from alloc.readable import count, counted, gpus
 from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext
@@ -65,6 +75,47 @@ def order_line(ctx: RoundContext, wid: WorkloadId) -> str:
             f"the {count(max(limit - at, 0))} left are fewer than the {count(g)} it needs"
         )
     return head + "not entitled this round: " + "; and ".join(parts)
+
+
+def over_clause(ctx: RoundContext, wid: WorkloadId) -> str | None:
+    """Why a candidate is over its entitlement, for the headline of `over_allocation` and
+    `rebalanced`, as things stood at its turn (the numbers of `order_line`): a node on its
+    path has no entitlement left or is beyond it, or is within it and only this workload's
+    GPUs would take it past; or, cut by the ready GPUs alone, its nodes are within their
+    entitlements; or it is backfill whose gang waits. None: the round has no shortfall for it
+    (a plan from elsewhere), and the generic words stand."""
+    cut = ctx.share.shortfalls.get(wid)
+    if cut is None:
+        return None
+    if cut.gang is not None:
+        return (
+            f"it runs as backfill on hosts reserved for {cut.gang}, which still waits, so past "
+            "its minimum runtime it is beyond its entitlement for this round"
+        )
+    w = ctx.snapshot.by_id[wid]
+    if not cut.exceeded:
+        return (
+            "the nodes of its budget path are within their entitlements for this round, but "
+            f"at its turn {AHEAD} held {count(cut.committed_gpus)} of the "
+            f"{counted(ready_gpus(ctx), 'ready GPU')}, too many to leave it its "
+            f"{counted(w.gpus, 'GPU')}"
+        )
+    limits = [(node, at, node_limit(ctx, node, then)[0]) for node, at, then in cut.exceeded]
+    node, at, limit = next((n for n in limits if n[1] >= n[2] - 1e-9), limits[0])
+    who = f"its budget node {node}" if node == w.budget else f"{node}, above its budget node,"
+    if at > limit + 1e-9:
+        return (
+            f"{who} is beyond its entitlement for this round ({count(at)} GPUs against "
+            f"{count(limit)})"
+        )
+    if limit < 1 - 1e-9:
+        return f"{who} is entitled to no GPUs this round"
+    if at >= limit - 1e-9:
+        return f"{who} has used all its entitlement for this round ({gpus(limit)})"
+    return (
+        f"{who} is within its entitlement for this round ({count(at)} of {gpus(limit)}), but "
+        f"this workload's {counted(w.gpus, 'GPU')} would take it beyond"
+    )
 
 
 def ready_gpus(ctx: RoundContext) -> int:
@@ -174,6 +225,32 @@ def _counted_work(
         elif w.id in share.entitled and share.rank[w.id] < mine:
             out.append((w.gpus, w, f"entitled, {count(share.rank[w.id] + 1)} in the order"))
     return sorted((o for o in out if o[0]), key=lambda o: (-o[0], o[1].id))
+
+
+def granted_ratios(ctx: RoundContext, wid: WorkloadId) -> tuple[float, ...]:
+    """The ratios along `wid`'s path (top level first) at its turn, projected as the round
+    charges a grant (2.2: its GPUs for the horizon) but counting only what the round gave:
+    protected work and the entitled work ranked ahead of it. (The order itself charges every
+    pick ahead, granted or not, which no node was given.)"""
+    share, snapshot = ctx.share, ctx.snapshot
+    budget = snapshot.by_id[wid].budget
+    assert budget
+    path = path_prefixes(budget)
+    mine = share.rank[wid]
+    held = dict.fromkeys(path, 0)
+    for s in ctx.standings.values():
+        w = s.workload
+        if s.occupancy is not Occupancy.ALLOCATED or not w.budget:
+            continue
+        if s.forced is not Action.KEEP and not (w.id in share.entitled and share.rank[w.id] < mine):
+            continue
+        for p in path_prefixes(w.budget):
+            if p in held:
+                held[p] += w.gpus
+    horizon_h = snapshot.policy.horizon_s / HOUR_S
+    effective, capacity = snapshot.budgets.effective, share.capacity_gpu_hours
+    usage = share.usage_gpu_hours
+    return tuple(ratio_of(usage[p] + held[p] * horizon_h, effective[p], capacity) for p in path)
 
 
 def counted_gpus(ctx: RoundContext, wid: WorkloadId, node: BudgetPath | None) -> int:

@@ -15,15 +15,20 @@ from alloc.domain import (
     WorkloadId,
     path_prefixes,
 )
+from alloc.explain.entitled import over_clause
 from alloc.io.durations import format_time
 from alloc.policy.contract import unfunded_because
 from alloc.readable import count, counted, duration, gpus, number
 from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext
 
+# The words of `over_allocation` and `rebalanced` when the round's shortfall does not say
+# which node is in the way and how (`entitled.over_clause` does when it does).
+OVER = "its budget node is beyond its entitlement for this round"
+
 REASON_TEXT = {
     Reason.UNDER_ALLOCATION: "its budget node is within its entitlement for this round",
-    Reason.OVER_ALLOCATION: "its budget node is beyond its entitlement for this round",
+    Reason.OVER_ALLOCATION: OVER,
     Reason.PROTECTED: "it is inside its minimum runtime, so nothing may preempt it",
     Reason.COSTLY_TO_STOP: "it cannot resume and has run longer than a checkpoint interval: "
     "rebalancing it would destroy all it ran, so it runs to its end",
@@ -32,8 +37,8 @@ REASON_TEXT = {
     Reason.UNFUNDED: "no budget with a share above 0 pays for it, so it runs as unallocated "
     "work: free, never protected, never charged, first to yield",
     Reason.UNALLOCATED_DISPLACED: "it is unallocated work and allocated work needed its GPUs",
-    Reason.REBALANCED: "it is past its minimum runtime and its budget node is beyond its "
-    "entitlement, so it yields to work that is entitled",
+    Reason.REBALANCED: f"it is past its minimum runtime and {OVER}, so it yields to work that "
+    "is entitled",
     Reason.MAKE_ROOM: "it is past its minimum runtime and entitled work ranked ahead of it in "
     "the fair-share order (such as a gang) needed its place",
     Reason.HOST_DRAINING: "its host is draining (unhealthy or retired) and its protection is over",
@@ -52,22 +57,30 @@ REASON_TEXT = {
 # `over_allocation`: "on capacity no entitled work can use"), and that it is allocated work
 # all the same (SPEC 3: charged to its budget, protected for its minimum runtime).
 HOLDING_TEXT = {
-    (Action.START, Reason.OVER_ALLOCATION): "its budget node is beyond its entitlement for "
-    "this round, and it may start all the same because no entitled waiting work can use these "
-    "GPUs; it runs as allocated work: charged to its budget and protected for its minimum "
-    "runtime, after which entitled work that needs the GPUs rebalances it",
-    (Action.KEEP, Reason.OVER_ALLOCATION): "its budget node is beyond its entitlement for this "
-    "round, and it keeps running because no entitled waiting work can use its GPUs; entitled "
-    "work that needs them rebalances it",
+    (Action.START, Reason.OVER_ALLOCATION): f"{OVER}, and it may start all the same because no "
+    "entitled waiting work can use these GPUs; it runs as allocated work: charged to its budget "
+    "and protected for its minimum runtime, after which entitled work that needs the GPUs "
+    "rebalances it",
+    (Action.KEEP, Reason.OVER_ALLOCATION): f"{OVER}, and it keeps running because no entitled "
+    "waiting work can use its GPUs; entitled work that needs them rebalances it",
 }
 
 
-def headline(plan: Plan, wid: WorkloadId, snapshot: Snapshot | None = None) -> str:
+def headline(
+    plan: Plan, wid: WorkloadId, snapshot: Snapshot | None = None, ctx: RoundContext | None = None
+) -> str:
     """`a-gang: wait (no_room): no place fits it this round.` Unfunded work says why it is
-    (with the snapshot): it names no budget, or which node on its path has a share of 0%."""
+    (with the snapshot): it names no budget, or which node on its path has a share of 0%.
+    Work over its entitlement says (with the round's context) which node on its path is in
+    the way, and whether that node is beyond its entitlement or only its own GPUs would take
+    it past."""
     d = plan.decision(wid)
     where = f" on {_hosts(d)}" if d.action.holds_gpus else ""
     text = HOLDING_TEXT.get((d.action, d.reason), REASON_TEXT[d.reason])
+    if d.reason in (Reason.OVER_ALLOCATION, Reason.REBALANCED) and ctx is not None:
+        clause = over_clause(ctx, wid)
+        if clause is not None:
+            text = text.replace(OVER, clause)
     if d.reason is Reason.UNFUNDED and snapshot is not None:
         why = unfunded_because(snapshot.budgets, snapshot.by_id[wid])
         if why is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from alloc.domain import Action, Decision, Occupancy, Plan, Reason, Snapshot, WorkloadId
-from alloc.explain.entitled import order_line
+from alloc.explain.entitled import granted_ratios, order_line
 from alloc.explain.facts import held_by_node
 from alloc.explain.room import down_hosts, free_after, holders, release_s
 from alloc.io.durations import format_time
@@ -28,16 +28,18 @@ def why_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> li
         # Room, not fair share, keeps it waiting: where it would go and what holds that first.
         out += _placement_why(ctx, plan, wid)
         if out and wid not in ctx.share.rank:  # ranked nowhere: its node's entitlement and
-            return out  # GPUs held do not bear on it (the last line says why)
+            return out + _own_reservation(plan, d)  # GPUs held do not bear on it
     if d.reason is Reason.RESERVED:
         out += _reserved_why(ctx, plan, wid)
+    out += _own_reservation(plan, d)
     if wid in ctx.share.rank:
         out.append(order_line(ctx, wid))
-        at = ctx.share.grant_ratios.get(wid)
-        if at:
+        if w.budget:
+            horizon = duration(snapshot.policy.horizon_s)
             out.append(
-                "projected ratios when its turn came (window usage plus this round's grants "
-                "before it, top level first): " + ", ".join(ratio(r) for r in at)
+                "projected ratios when its turn came (window usage plus, for the "
+                f"{horizon} horizon, protected work and the grants ranked ahead of it; top "
+                "level first): " + ", ".join(ratio(r) for r in granted_ratios(ctx, wid))
             )
     if w.budget and d.occupancy is Occupancy.ALLOCATED:
         held = held_by_node(plan, snapshot, w.budget)
@@ -72,6 +74,20 @@ def why_lines(ctx: RoundContext, plan: Plan, wid: WorkloadId, d: Decision) -> li
         if taken:
             out.append("its GPUs go to: " + ", ".join(taken))
     return out
+
+
+def _own_reservation(plan: Plan, d: Decision) -> list[str]:
+    """The hosts the plan reserves for a waiting gang (models/round.md 8): a fact of the
+    round, not a change it waits for."""
+    if d.action is not Action.WAIT:
+        return []
+    return [
+        f"hosts {', '.join(r.hosts)} are reserved for it (models/round.md 8): no other "
+        f"allocated work starts there, and their protected work ends by "
+        f"{format_time(r.ready_at)}, when it can start"
+        for r in plan.reservations
+        if r.workload == d.workload
+    ]
 
 
 def _reserved_why(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:

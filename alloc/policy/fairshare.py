@@ -85,6 +85,14 @@ class FairShare:
     # The candidates that are not entitled, and what stood in the way at their turn (2.3)
     shortfalls: Mapping[WorkloadId, Shortfall] = field(default_factory=lambda: MappingProxyType({}))
 
+    def over_entitlement(self, workload: WorkloadId) -> bool:
+        """A candidate that is not entitled because its GPUs would take a node on its path
+        beyond that node's entitlement (or it is backfill past its minimum runtime whose gang
+        waits, 8.5): SPEC's `over_allocation`. A candidate cut only by the ready capacity is
+        within its entitlement: the GPUs are not there (`no_room`)."""
+        cut = self.shortfalls.get(workload)
+        return cut is not None and (cut.gang is not None or bool(cut.exceeded))
+
 
 def window_ratios(snapshot: Snapshot) -> tuple[dict[BudgetPath, float], dict[BudgetPath, float]]:
     usage = aggregate_usage(snapshot.budgets, snapshot.usage_gpu_hours)

@@ -102,10 +102,10 @@ class _WaitReasons:
             return Reason.NO_ROOM  # protected work leaves no place of its shape this round
         if shape.block and self._fits(shape, True):
             return Reason.TOPOLOGY
-        if ctx.tier(wid) is Tier.OVER and ctx.share.grant_ratios[wid][-1] >= 1.0 - 1e-9:
-            # Counting what its node was granted before its turn, it already has its share.
+        if ctx.tier(wid) is Tier.OVER and ctx.share.over_entitlement(wid):
+            # At its turn its GPUs would take a node on its path beyond its entitlement.
             return Reason.OVER_ALLOCATION
-        return Reason.NO_ROOM
+        return Reason.NO_ROOM  # entitled, or cut only by the ready GPUs: they are not there
 
 
 def decisions(ctx: RoundContext, load: Load) -> tuple[Decision, ...]:
