@@ -312,3 +312,18 @@ def test_no_pass_follows_once_protection_on_a_draining_host_has_ended():
     assert rounds.fits_snapshot(snapshot_of(before))
     later = dict(before, now=(NOW + timedelta(hours=1, minutes=1)).isoformat())
     assert not rounds.fits_snapshot(snapshot_of(later))
+
+
+def test_arrived_work_a_pass_leaves_waiting_gets_the_reason_a_full_round_gives(solver):
+    # b runs r (8 GPUs, protected) on h1: all it is entitled to. qa (team a) and qb (team b),
+    # 8 GPUs each, arrive; h2 holds one of them. qa is entitled and starts; qb's GPUs would
+    # take b beyond its entitlement: it waits `over_allocation`, in a pass as in a full round
+    # (not `no_room`, which says it is entitled and the GPUs are not there).
+    before = instance(
+        workloads=[workload("r", 8, "b", "4h", hosts={"h1": 8}, started=ago(hours=1))]
+    )
+    new = [workload(w, 8, t, submitted=NOW.isoformat()) for w, t in (("qa", "a"), ("qb", "b"))]
+    ev, full, _ = two_ways(before, arrive(*new), solver)
+    assert decisions(ev)["qa"] == decisions(full)["qa"] == ("start", {"h2": 8})
+    assert ev.decision("qb").action is full.decision("qb").action is Action.WAIT
+    assert ev.decision("qb").reason is full.decision("qb").reason is Reason.OVER_ALLOCATION

@@ -256,10 +256,20 @@ def _decisions(
 
 
 def _wait_reason(state: PassState, q: Queued) -> Reason:
-    """Why a pass leaves new work waiting: it fits nowhere it may go now (its node's work
-    beyond the entitlement, or a place held by others, waits for a full round), or no place of
-    the cluster can ever hold it."""
-    return Reason.NO_ROOM if q.placeable else Reason.TOO_LARGE
+    """Why a pass leaves new work waiting, as a full round would say it (alloc.solve.decisions):
+    no place of the cluster can ever hold it; its GPUs would take a node on its path beyond
+    the entitlement of the last full round (its tier, `PassState.refresh_tiers`); or it is
+    entitled and the GPUs are not there (a place held by others waits for a full round)."""
+    if not q.placeable:
+        return Reason.TOO_LARGE
+    wid = q.workload.id
+    if (
+        q.occupancy is Occupancy.ALLOCATED
+        and state.tier.get(wid) is Tier.OVER
+        and wid not in state.unranked
+    ):
+        return Reason.OVER_ALLOCATION
+    return Reason.NO_ROOM
 
 
 def _record(state: PassState, decisions: tuple[Decision, ...]) -> None:
