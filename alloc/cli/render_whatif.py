@@ -3,11 +3,11 @@ team, waits of allocated work, preemptions), with `--teams` one per team and run
 Formatting only: every number comes from the comparison (`alloc.report.compare`).
 
 Each row of a table is one line whatever the console's width (80 columns, a pipe): columns
-are as wide as their widest cell, and when the row is wider than the console the text
-columns are narrowed: run labels cut in the middle with an ellipsis, budget paths as paths
-are (`shorten_path`: the leaf kept, the nodes above it cut to their initials). Numbers, the
-headers and the fixed phrases of the worst-team column (`none below 100%`, `all 3 teams tie`,
-the ` and 2 more` after a path) are never cut."""
+are as wide as their widest cell, two spaces apart, and when the row is wider than the
+console one space apart and the text columns narrowed: run labels cut in the middle with an
+ellipsis, budget paths as paths are (`shorten_path`: the leaf kept, the nodes above it cut to
+their initials). Numbers, the headers and the fixed phrases of the worst-team column (`none
+below 100%`, `all 3 teams tie`, the ` and 2 more` after a path) are never cut."""
 
 from __future__ import annotations
 
@@ -59,9 +59,10 @@ def worst_team_column(cells: Mapping[str, tuple[str, str]]) -> Column:
 
 
 def print_table(console: Console, columns: list[Column], rows: list[list[str]]) -> None:
-    """The table in the console's width, two spaces between columns however narrow, with a
-    rule under the header and each team's name heading its rows (`alloc.cli.tables`)."""
-    tables.print_table(console, columns, rows, rule=True, tight=2)
+    """The table in the console's width, with a rule under the header and each team's name
+    heading its rows (`alloc.cli.tables`): two spaces between columns where the rows fit so,
+    else one (as `alloc queue` and `alloc status`) before any text is cut."""
+    tables.print_table(console, columns, rows, rule=True, tight=1)
 
 
 def overall_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
