@@ -151,6 +151,15 @@ def test_validate_names_each_broken_invariant_and_ends_with_a_summary(lab, tmp_p
         (["a (4)", "b (1)", "c (4)", "d (6)"], "4 violations of invariants 1, 4 and 6"),
         (["a (8.5)", "b (2)"], "2 violations of invariant 2 and rule 8.5 of models/round.md"),
         (["a plan without a rule"], "1 violation"),
+        (
+            ["a (plan format)", "b (models/round.md 1.2)", "c (3)", "d (models/round.md 1.1)"],
+            "4 violations of invariant 3, rules 1.1 and 1.2 of models/round.md and the plan "
+            "format of SPEC.md",
+        ),
+        (
+            ["a (models/round.md 2.4)", "b (9)"],
+            "2 violations of rules 2.4 and 9 of models/round.md",
+        ),
     ],
 )
 def test_a_summary_of_violations_names_the_rules_they_break(problems, summary):
@@ -160,6 +169,41 @@ def test_a_summary_of_violations_names_the_rules_they_break(problems, summary):
     assert violation("h1: 12 GPUs given, it has 8 (1)") == (
         "invariant 1",
         "h1: 12 GPUs given, it has 8",
+    )
+    assert violation("w: no decision (plan format)") == (
+        "the plan format of SPEC.md",
+        "w: no decision",
+    )
+    assert violation("w: kept on h2 (models/round.md 1.2)") == (
+        "rule 1.2 of models/round.md",
+        "w: kept on h2",
+    )
+
+
+def test_validate_names_the_rule_of_every_violation_as_its_summary_does(lab, tmp_path):
+    """Issue 17: a wrong protection end, running work "started", a ready host listed as
+    drained and a missing decision were printed as bare `violation:` lines while the summary
+    named only the invariants of the other lines."""
+    plan = plan_json(lab)
+    keeper = decision(plan, "keeper")
+    keeper.update(action="start", protected_until="2026-11-30T16:00:00Z")  # (1.2), (1.1), (3)
+    plan["drained_hosts"] = ["h2"]  # ready, and holds work (1.1)
+    plan["decisions"].remove(decision(plan, "scratch"))  # (plan format)
+    path = write_plan(tmp_path / "tampered.json", plan)
+    result = run("validate", lab, path)
+    assert result.exit_code == 1, result.output
+    *lines, summary = result.stdout.splitlines()
+    named = [line.split(": ", 1)[0].removeprefix("violation of ") for line in lines]
+    assert all(line.startswith("violation of ") for line in lines), lines
+    assert set(named) == {
+        "invariant 3",
+        "rule 1.1 of models/round.md",
+        "rule 1.2 of models/round.md",
+        "the plan format of SPEC.md",
+    }, lines
+    assert summary == (
+        f"{path}: {len(lines)} violations of invariant 3, rules 1.1 and 1.2 of models/round.md "
+        "and the plan format of SPEC.md"
     )
 
 

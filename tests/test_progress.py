@@ -317,6 +317,70 @@ def test_every_row_of_whatifs_tables_is_one_line(tmp_path, width):
         assert "…" in overall[3]  # the long label
 
 
+DEEP = "computational-linguistics-and-language-technologies/pretraining/of-very-large-models"
+
+
+def _overall_and_teams(text: str) -> tuple[list[str], list[str]]:
+    """The lines of whatif's two tables, each from its header to its last row."""
+    lines = text.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("─")]
+    ends = [
+        next(i for i in range(r, len(lines)) if lines[i].startswith(("d/o:", "delivered, owed")))
+        for r in rules
+    ]
+    return lines[rules[0] - 1 : ends[0]], lines[rules[1] - 1 : ends[1]]
+
+
+@pytest.mark.parametrize(
+    ("ratios", "worst"),
+    [
+        pytest.param({DEEP: 1.0, "b": 1.0, "c/d": 1.0}, "none below 100%", id="none-below"),
+        pytest.param({DEEP: 0.8, "b": 0.8, "c/d": 0.8}, "all 3 teams tie", id="all-tie"),
+        pytest.param({DEEP: 0.7, "b": 0.7, "c/d": 0.9}, " and 1 more", id="path-and-more"),
+        pytest.param({DEEP: 0.5, "b": 1.0, "c/d": 0.9}, "", id="path"),
+    ],
+)
+def test_whatifs_worst_team_cuts_only_budget_paths_never_its_phrases(tmp_path, ratios, worst):
+    """Issue 17: at 80 columns "none below 100%" was cut as if it were a path ("non…100%"),
+    and "nlp/a and 2 more" lost its path and its count ("com…more")."""
+    teams = {t: _team(100.0 * r, r, 60.0, 600.0, 3) for t, r in ratios.items()}
+    runs = [
+        ("base/legacy-priority", make_run(tmp_path / "one", teams=teams)),
+        ("a-scenario-with-a-long-name/legacy-priority", make_run(tmp_path / "two", teams=teams)),
+    ]
+    screen = io.StringIO()
+    console = Console(file=screen, width=80, color_system=None)
+    print_comparison(console, compare(runs), [], None, tmp_path, teams=True)  # type: ignore[arg-type]
+    overall, per_team = _overall_and_teams(screen.getvalue())
+    assert all(len(line) <= 80 for line in overall + per_team), overall + per_team
+    assert overall[0].split()[:4] == ["run", "d/o", "worst", "team"]  # the header whole
+    for row in overall[2:]:
+        if worst.startswith(" and") or not worst:  # the path cut as a path, the phrase whole
+            cut = re.search(rf" …([\w/-]{{5,}}){worst} ", row)
+            assert cut is not None and DEEP.endswith(cut.group(1)), row
+        else:
+            assert f" {worst} " in row, row
+    # With --teams, a team's path longer than the line heads its rows cut as a path.
+    assert "c…/pretraining/of-very-large-models" in per_team
+
+
+def test_a_row_one_column_too_wide_closes_its_gaps_before_it_cuts_a_label(tmp_path):
+    # The README's tutorial: `science-up/greedy` and `none below 100%` side by side in 80
+    # columns are a character too wide with two spaces between columns: one space, nothing cut.
+    owed = {"nlp/team1": _team(90.6, 0.906, 0.0, 360.0, 6432), "b": _team(50.0, 1.0, 0, 0, 0)}
+    full = {"nlp/team1": _team(100.0, 1.0, 0.0, 180.0, 6860), "b": _team(50.0, 1.0, 0, 0, 0)}
+    runs = [
+        ("base/greedy", make_run(tmp_path / "one", teams=owed, delivered_over_owed=0.966)),
+        ("science-up/greedy", make_run(tmp_path / "two", teams=full, delivered_over_owed=1.0)),
+    ]
+    screen = io.StringIO()
+    console = Console(file=screen, width=80, color_system=None)
+    print_comparison(console, compare(runs), [], None, tmp_path)  # type: ignore[arg-type]
+    overall, _ = _overall_and_teams(screen.getvalue() + "\n─\ndelivered, owed")
+    assert all(len(line) <= 80 for line in overall) and "…" not in "".join(overall), overall
+    assert overall[3].startswith("science-up/greedy 100.0% none below 100% "), overall
+
+
 def test_whatif_prints_a_row_per_run_and_the_teams_only_when_asked(tmp_path):
     lab = tmp_path / "lab.yaml"
     lab.write_text(

@@ -87,7 +87,7 @@ def test_unfunded_work_nobody_needs_runs_unprotected_under_its_own_reason(solver
         pytest.param(
             {"occupancy": Occupancy.ALLOCATED},
             "z-run: occupancy allocated, the contract says unallocated (its budget p/z has an "
-            "effective allocation of 0: p has a share of 0% of its parent, so it is unfunded)",
+            "effective allocation of 0: p has a share of 0% of its parent, so it is unfunded) (5)",
             id="charged",
         ),
         pytest.param(

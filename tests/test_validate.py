@@ -195,11 +195,13 @@ def test_every_workload_has_exactly_one_decision():
     snap = snapshot_of(instance(workloads=[workload("w1", 4), workload("w2", 4)]))
     plan = solve_checked(snap)
     dropped = replace(plan, decisions=plan.decisions[:1])
-    assert "w2: no decision" in validate(snap, dropped)
+    assert "w2: no decision (plan format)" in validate(snap, dropped)
     doubled = replace(plan, decisions=plan.decisions + plan.decisions[:1])
-    assert f"{plan.decisions[0].workload}: 2 decisions, one per workload" in validate(snap, doubled)
+    assert f"{plan.decisions[0].workload}: 2 decisions, one per workload (plan format)" in validate(
+        snap, doubled
+    )
     extra = Decision(WorkloadId("ghost"), Action.WAIT, Occupancy.ALLOCATED, Reason.NO_ROOM)
-    assert "ghost: decision for an unknown workload (not in the instance)" in validate(
+    assert "ghost: decision for a workload not in the instance (plan format)" in validate(
         snap, replace(plan, decisions=plan.decisions + (extra,))
     )
 
@@ -211,7 +213,7 @@ def test_kept_work_stays_where_it_runs():
         )
     )
     plan = with_decision(solve_checked(snap), "run", hosts={HostName("h2"): 4})
-    assert "run: kept on h2: 4, but it runs on h1: 4" in validate(snap, plan)
+    assert "run: kept on h2: 4, but it runs on h1: 4 (models/round.md 1.2)" in validate(snap, plan)
 
 
 def test_unprotected_work_on_a_draining_host_must_go():
@@ -235,7 +237,7 @@ def test_drained_hosts_are_exactly_the_emptied_draining_hosts():
     assert plan.drained_hosts == ("h1",)
     assert (
         "host h1: unhealthy and empty after the plan, so drained, but not listed in "
-        "drained_hosts" in validate(snap, replace(plan, drained_hosts=()))
+        "drained_hosts (models/round.md 1.1)" in validate(snap, replace(plan, drained_hosts=()))
     )
     wrong = replace(plan, drained_hosts=("h1", "h2"))
     assert any("listed as drained, but it is ready" in p for p in validate(snap, wrong))
@@ -298,7 +300,9 @@ def test_a_gang_on_hosts_of_two_sizes_names_each_size():
 def test_a_start_with_zero_gpus_on_a_host_names_the_host():
     snap = snapshot_of(instance(workloads=[workload("w", 8)]))
     problems = validate(snap, _started(snap, "w", {"h1": 8, "h2": 0}))
-    assert "w: holds 0 GPUs on h2 (a count above 0 for each host it holds)" in problems
+    assert (
+        "w: holds 0 GPUs on h2 (a count above 0 for each host it holds) (plan format)" in problems
+    )
 
 
 def test_a_wrong_protection_end_names_the_minimum_runtime_and_the_right_end():
@@ -306,7 +310,7 @@ def test_a_wrong_protection_end_names_the_minimum_runtime_and_the_right_end():
     plan = _started(snap, "w", {"h1": 8}, protected_until=NOW + timedelta(hours=3))
     assert validate(snap, plan) == [
         "w: protected until 2026-11-30T15:00:00Z, but its minimum runtime of 2 h from now, "
-        "2026-11-30T12:00:00Z protects it until 2026-11-30T14:00:00Z"
+        "2026-11-30T12:00:00Z protects it until 2026-11-30T14:00:00Z (models/round.md 1.1)"
     ]
 
 
@@ -327,7 +331,7 @@ def test_protected_unfunded_work_says_why_it_is_unfunded():
     wrong = with_decision(solve_checked(snap), "w", occupancy=Occupancy.ALLOCATED)
     assert (
         "w: occupancy allocated, the contract says unallocated (it names no budget, so it is "
-        "unfunded)" in validate(snap, wrong)
+        "unfunded) (5)" in validate(snap, wrong)
     )
 
 
@@ -371,7 +375,7 @@ def test_preempting_work_too_costly_to_stop_names_how_long_it_ran_and_the_interv
     )
     assert validate(snap, plan) == [
         "run: preempt, but it cannot resume and has run 5 h, longer than the checkpoint "
-        "interval of 1 h: the contract keeps it to its end (costly_to_stop)"
+        "interval of 1 h: the contract keeps it to its end (costly_to_stop) (models/round.md 1.1)"
     ]
 
 
@@ -411,8 +415,8 @@ def test_a_host_listed_as_drained_that_still_holds_work_names_the_work():
     assert plan.drained_hosts == ()
     wrong = replace(plan, drained_hosts=("h1", "h9"))
     assert validate(snap, wrong) == [
-        "host h1: listed as drained, but 4 GPUs of it stay held (old)",
-        "host h9: listed as drained, but not a host of the instance",
+        "host h1: listed as drained, but 4 GPUs of it stay held (old) (models/round.md 1.1)",
+        "host h9: listed as drained, but not a host of the instance (models/round.md 1.1)",
     ]
 
 
@@ -422,7 +426,7 @@ def test_work_kept_on_an_unknown_host_names_the_host_and_its_gpus():
     )
     plan = with_decision(solve_checked(snap), "run", hosts={HostName("h9"): 4})
     problems = validate(snap, plan)
-    assert "run: holds 4 GPUs on h9, which is not a host of the instance" in problems
+    assert "run: holds 4 GPUs on h9, which is not a host of the instance (1)" in problems
 
 
 def test_a_reservation_the_rule_does_not_make_says_what_the_rule_reserves():
@@ -586,4 +590,75 @@ def test_work_that_cannot_resume_is_told_it_backfills_no_reservation():
     assert validate(snap, plan) == [
         "b-next: starts on h7, reserved for a-gang until 2026-11-30T13:00:00Z, but it cannot "
         "resume, and only resumable work backfills (the contract could keep it past then) (8.5)"
+    ]
+
+
+# --- every violation names the rule it breaks (issue 17) ------------------------------------
+
+
+def _tamperings(plan: Plan) -> list[Plan]:
+    """Each decision of `plan` changed one way at a time, and the plan's lists changed: enough
+    ways to break every rule `validate` checks on a small instance."""
+    hosts = [HostName("h1"), HostName("h2"), HostName("h3"), HostName("h9")]
+    later = NOW + timedelta(hours=7)
+    out = [
+        replace(plan, decisions=plan.decisions[1:]),
+        replace(plan, decisions=plan.decisions + plan.decisions[:1]),
+        replace(plan, drained_hosts=("h1", "h3", "h9")),
+        replace(plan, drained_hosts=()),
+    ]
+    for d in plan.decisions:
+        changes: list[dict[str, object]] = [
+            {"action": a, "hosts": {}} for a in (Action.WAIT, Action.PREEMPT)
+        ]
+        changes += [
+            {"action": a, "hosts": {h: 8}, "protected_until": later}
+            for a in (Action.START, Action.KEEP)
+            for h in hosts
+        ]
+        changes += [{"occupancy": o} for o in (Occupancy.ALLOCATED, Occupancy.UNALLOCATED)]
+        changes += [{"protected_until": later}, {"protected_until": None}]
+        changes += [{"reason": r} for r in (Reason.PROTECTED, Reason.HOST_MAINTENANCE)]
+        changes += [{"hosts": {hosts[0]: 0, **d.hosts}}]
+        out += [with_decision(plan, d.workload, **c) for c in changes]
+    return out
+
+
+def test_every_violation_names_the_invariant_or_rule_it_breaks():
+    from alloc.cli.plans import violation
+
+    snap = snapshot_of(
+        instance(
+            hosts=[host("h1"), host("h2", state="retired"), host("h3", state="maintenance")],
+            workloads=[
+                workload("kept", 4, started=ago(hours=1), hosts={"h1": 4}),
+                workload("old", 4, started=ago(hours=10), hosts={"h2": 4}),
+                workload("down", 8, min_runtime="4h", started=ago(hours=1), hosts={"h3": 8}),
+                workload("stiff", 2, started=ago(hours=5), hosts={"h1": 2}, resumable=False),
+                workload("free", 1, budget=None, min_runtime="0s"),
+                workload("gang", 16, budget="b"),
+                workload("new", 8, budget="b", gpu_type="a100"),
+            ],
+            policy={"checkpoint_interval": "1h"},
+        )
+    )
+    found = {p for plan in _tamperings(solve_checked(snap)) for p in validate(snap, plan)}
+    assert len(found) > 30  # many different facts, each with its rule
+    assert [p for p in found if not violation(p)[0]] == []
+
+
+def test_a_queued_workload_marked_preempted_is_told_as_queued_not_as_displaced():
+    snap = snapshot_of(
+        instance(
+            workloads=[
+                workload("free", 4, budget=None, min_runtime="0s", hosts={"h1": 4}),
+                workload("new", 4),
+            ]
+        )
+    )
+    plan = with_decision(
+        solve_checked(snap), "new", action=Action.PREEMPT, reason=Reason.REBALANCED, hosts={}
+    )
+    assert validate(snap, plan) == [
+        "new: queued, so it starts or waits, not 'preempt' (models/round.md 1.1)"
     ]

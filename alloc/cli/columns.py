@@ -6,11 +6,13 @@ two spaces apart. When that is wider than the width, the columns that may be sho
 narrowed one character at a time, widest first, stage by stage (`Column.stages`: how far
 each may go at each stage): the codes of a column written shorter (`Column.codes`,
 `over_allocation` -> `over_alloc`, explained by `abbreviations`), then its longer cells
-shortened with an ellipsis (`shorten_end`, `shorten_middle`, `shorten_path`); numbers are
-never cut, and a column of names (`Column.distinct`: ids, budget paths) never so far that two
-of its different cells read the same. A row of one cell is a group heading and may use the
-whole line. Every cell is shown as `alloc.printable.shown` writes it (a name a cluster reports
-may hold an escape sequence or a line break), before it is measured (`visible`)."""
+shortened with an ellipsis (`shorten_end`, `shorten_middle`, `shorten_path`,
+`shorten_ratios`); numbers are never cut, and a column of names (`Column.distinct`: ids,
+budget paths) never so far that two of its different cells read the same. A column whose
+cells come out narrower than its width at a stage frees the rest before the next stage. A row
+of one cell is a group heading and may use the whole line. Every cell is shown as
+`alloc.printable.shown` writes it (a name a cluster reports may hold an escape sequence or a
+line break), before it is measured (`visible`)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ __all__ = [
     "shorten_middle",
     "shorten_path",
     "shorten_middle_keep_tail",
+    "shorten_ratios",
+    "ratios_all_levels",
     "visible",
     "wrap",
 ]
@@ -77,15 +81,101 @@ def _initial(node: str) -> str:
 
 def shorten_path(text: str, width: int) -> str:
     """A budget path keeps its leaf: the nodes above it are cut to their first letter (and
-    the number they end in) from the top down (`v…/c…/alice`, `v…/t…3/r34`), then what is
-    left loses its start (`…/alice`)."""
+    the number they end in) from the top down (`v…/c…/alice`, `v…/t…3/r34`), then they are
+    left out from the top (`…/t…3/r34`, `…/alice`), then what is left loses its start."""
     parts = text.split("/")
     for i in range(len(parts) - 1):
         if len("/".join(parts)) <= width:
             break
         parts[i] = _initial(parts[i])
     short = "/".join(parts)
+    for i in range(1, len(parts)):
+        if len(short) <= width:
+            break
+        short = ELLIPSIS + "/" + "/".join(parts[i:])
     return short if len(short) <= width else ELLIPSIS + short[len(short) - max(0, width - 1) :]
+
+
+_RATIO_SEP = " > "
+
+
+def _ratio_steps(text: str) -> list[tuple[str, str]] | None:
+    """`nlp 0.01 > tulu 0.00` as [("nlp", "0.01"), ("tulu", "0.00")]; None when the text is
+    not ratios along a path (`unfunded: p has a share of 0%`)."""
+    steps = []
+    for step in text.split(_RATIO_SEP):
+        name, _, value = step.rpartition(" ")
+        if not name or not (value == "inf" or value.replace(".", "", 1).isdigit()):
+            return None
+        steps.append((name, value))
+    return steps
+
+
+def _ratio_forms(steps: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """The levels shown of the ratios along a path, from the most to the fewest, every ratio
+    beside its node's name: all, the nodes above the leaf cut to their initials from the top
+    down (`n… 0.01 > tulu 0.00`); then the levels between the top and the leaf left out, from
+    the leaf up (`n… 0.01 > … > r13 0.00`); then the top too (`… > r13 0.00`)."""
+    forms = [list(steps)]
+    short = list(steps)
+    for i in range(len(steps) - 1):
+        short[i] = (_initial(short[i][0]), short[i][1])
+        forms.append(list(short))
+    for i in range(len(steps) - 2, 0, -1):  # the levels between the top and the leaf
+        forms.append([short[0], (ELLIPSIS, ""), *short[i + 1 :]])
+    if len(steps) > 1:
+        forms.append([(ELLIPSIS, ""), short[-1]])
+    return forms
+
+
+_LEAF_LEAST = 3  # a leaf's name cut in the middle keeps at least this many characters
+
+
+def _ratios_in(form: list[tuple[str, str]], width: int, cut: bool) -> str | None:
+    """`form` in `width`, its leaf's name whole or (if `cut`) cut in the middle, keeping its
+    end, which tells `r12` from `r13`; None if it does not fit so."""
+    text = _RATIO_SEP.join(f"{name} {value}" if value else name for name, value in form)
+    if len(text) <= width:
+        return text
+    if not cut:
+        return None
+    *above, (leaf, value) = form
+    room = width - (len(text) - len(leaf))  # what the leaf's name may take
+    if room < min(len(leaf), _LEAF_LEAST):
+        return None
+    return _ratios_in([*above, (shorten_middle_keep_tail(leaf, room), value)], width, cut)
+
+
+def ratios_all_levels(text: str) -> int:
+    """The least width at which the ratios along a path keep every level, each with its
+    node's name (cut: those above the leaf to their initials, the leaf's in the middle)."""
+    steps = _ratio_steps(text)
+    if steps is None:
+        return len(text)
+    form = _ratio_forms(steps)[len(steps) - 1]
+    *above, (leaf, value) = form
+    return len(_RATIO_SEP.join([*(f"{n} {v}" for n, v in above), f"{leaf[:_LEAF_LEAST]} {value}"]))
+
+
+def shorten_ratios(text: str, width: int) -> str:
+    """The fair-share ratios along a budget path (`nlp 0.01 > tulu 0.00`) keep every ratio
+    beside its node's name: names are shortened, never dropped from their ratios. The first of
+    `_ratio_forms` that fits: the names above the leaf to their initials, then the leaf's cut
+    in the middle (`n… 0.01 > t…u 0.00`), then the levels between the top and the leaf left
+    out (`…`), then the top, the leaf's name whole or else cut. Text that is not ratios
+    (`unfunded: ...`) keeps its start."""
+    steps = _ratio_steps(text)
+    if steps is None:
+        return shorten_end(text, width)
+    forms = _ratio_forms(steps)
+    every = len(steps) - 1  # the first form with every name above the leaf cut
+    for i, form in enumerate(forms):
+        # The leaf's name is cut only where no other name can be: with every level shown,
+        # and with the leaf alone.
+        found = _ratios_in(form, width, cut=i == every or i == len(forms) - 1)
+        if found is not None:
+            return found
+    return shorten_end(_RATIO_SEP.join(f"{n} {v}" if v else n for n, v in forms[-1]), width)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +238,7 @@ def fit(
     names = {i: set(_cells(columns, rows, i)[1:]) for i, c in enumerate(columns) if c.distinct}
     for stage in sorted({s for c in columns for s, _ in c.stages}):
         least = {i: w for i, c in enumerate(columns) for s, w in c.stages if s == stage}
+        narrowed = list(least)
         while over > 0:
             room = [i for i, w in least.items() if widths[i] > w]
             if not room:
@@ -158,7 +249,15 @@ def fit(
                 continue
             widths[widest] -= 1
             over -= 1
-    _give_back(columns, rows, natural, widths)
+        # A column whose cells came out narrower than its width (codes written shorter, a
+        # path cut at its slashes, ratios without a level) frees the rest before the next
+        # stage narrows another column.
+        for i in narrowed:
+            if widths[i] < natural[i]:
+                used = max(len(columns[i].cut(t, widths[i])) for t in _cells(columns, rows, i))
+                over -= widths[i] - used
+                widths[i] = used
+    _give_back(columns, rows, natural, widths, max(0, -over))
     return Layout(widths, " " * tight)
 
 
@@ -172,11 +271,12 @@ def _give_back(
     rows: Sequence[Sequence[str]],
     natural: list[int],
     widths: list[int],
+    spare: int = 0,
 ) -> None:
     """A shortened column whose cells came out narrower than its width (a path cut at its
-    slashes) gives the rest to the other shortened columns, those shortened last first."""
+    slashes) gives the rest, with the `spare` columns already gave, to the other shortened
+    columns, those shortened last first."""
     cut = [i for i, c in enumerate(columns) if c.narrows and widths[i] < natural[i]]
-    spare = 0
     for i in cut:
         used = max(len(columns[i].cut(t, widths[i])) for t in _cells(columns, rows, i))
         spare += widths[i] - used

@@ -5,13 +5,21 @@ uses. Read-only: nothing is applied or recorded."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path, wrap
+from alloc.cli.columns import (
+    Column,
+    ratios_all_levels,
+    shorten_end,
+    shorten_middle,
+    shorten_path,
+    shorten_ratios,
+    wrap,
+)
 from alloc.cli.common import guarded, out, table_width
 from alloc.cli.queue_table import REASONS
 from alloc.cli.tables import print_table
@@ -20,30 +28,64 @@ from alloc.readable import count
 
 if TYPE_CHECKING:
     from alloc.domain import Snapshot, WorkloadId
+    from alloc.status import QueueRow
 
 
 # How far the text columns of `alloc status` may be narrowed (as in `alloc queue`): names and
-# paths to a readable width, then the ratios along the path (their names go), the decision
-# (its reason written shorter) and the standing, then names and paths to their least (never so
-# far that two read alike), the decision last cut.
+# paths to a readable width, then the ratios along the path as far as every level keeps its
+# ratio and its node's name (`ratios_all_levels`), the decision (its reason written shorter)
+# and the standing, then names and paths to their least (never so far that two read alike:
+# the ratios name the nodes), then the ratios (levels left out, `…`), the decision last cut.
 NAME = ((1, 12), (5, 8))
 PATH = ((1, 16), (5, 6))
-RATIOS = ((2, 12),)
-DECISION = ((3, 19), (6, 16))
+RATIOS_LEAST = 12  # `… > r13 0.00`
+DECISION = ((3, 19), (7, 16))
 STANDING = ((4, 11),)
 STANDINGS = {"over its entitlement": "over"}
 
 
-def shorten_ratios(text: str, width: int) -> str:
-    """The ratios along a path keep their numbers: the names of its nodes go first, from the
-    top down (`nlp 0.01 > tulu 0.95` -> `0.01 > tulu 0.95` -> `0.01 > 0.95`; the budget
-    column names them), then the end is cut."""
-    steps = text.split(" > ")
-    for i, step in enumerate(steps):
-        if len(" > ".join(steps)) <= width:
-            break
-        steps[i] = step.rsplit(" ", 1)[-1]
-    return shorten_end(" > ".join(steps), width)
+def ratios_column(cells: list[str]) -> Column:
+    """The ratios along each workload's budget path, never a ratio without its node's name
+    (`shorten_ratios`)."""
+    every = max((ratios_all_levels(shown(text)) for text in cells), default=0)
+    return Column(
+        "ratios", shorten=shorten_ratios, stages=((2, max(every, RATIOS_LEAST)), (6, RATIOS_LEAST))
+    )
+
+
+def queue_table(rows: Sequence[QueueRow]) -> tuple[list[Column], list[list[str]]]:
+    """The columns and cells of `alloc status`'s queue: place, workload, budget, GPUs, the
+    priority (a column only when some workload has one), time waiting, this round's decision,
+    the standing and the ratios along the budget path."""
+    from alloc.status import waited
+
+    prio = any(r.priority for r in rows)
+    columns = [
+        Column("#", right=True),
+        Column("workload", shorten=shorten_middle, stages=NAME, distinct=True),
+        Column("budget", shorten=shorten_path, stages=PATH, distinct=True),
+        Column("GPUs", right=True),
+        *([Column("prio", right=True)] if prio else []),
+        Column("waiting", right=True),
+        Column("this round", shorten=shorten_end, stages=DECISION, codes=REASONS),
+        Column("standing", stages=STANDING, codes=STANDINGS),
+        ratios_column([r.path for r in rows]),
+    ]
+    cells = [
+        [
+            count(r.position) if r.position else "-",
+            r.workload,
+            r.budget,
+            count(r.gpus),
+            *([str(r.priority)] if prio else []),
+            waited(r.waiting_s),
+            r.decision,
+            r.standing,
+            r.path,
+        ]
+        for r in rows
+    ]
+    return columns, cells
 
 
 def say(text: str, width: int | None) -> None:
@@ -100,42 +142,16 @@ def status(
     from alloc.controller.history import recorded_at
     from alloc.io.controller_config import load_controller_config
     from alloc.round import RoundOptions, solve_round
-    from alloc.status import last_decided, queue_rows, running_counts, waited
+    from alloc.status import last_decided, queue_rows, running_counts
 
     def act() -> None:
         snapshot, notes, last = _live(config)
         result = solve_round(snapshot, RoundOptions(solver=solver))
         counts = running_counts(result.plan, result.context)
         width = table_width()
-        rows = queue_rows(result.context, result.plan)
-        prio = any(r.priority for r in rows)  # a column only when some workload has one
         print_table(
             out,
-            [
-                Column("#", right=True),
-                Column("workload", shorten=shorten_middle, stages=NAME, distinct=True),
-                Column("budget", shorten=shorten_path, stages=PATH, distinct=True),
-                Column("GPUs", right=True),
-                *([Column("prio", right=True)] if prio else []),
-                Column("waiting", right=True),
-                Column("this round", shorten=shorten_end, stages=DECISION, codes=REASONS),
-                Column("standing", stages=STANDING, codes=STANDINGS),
-                Column("ratios", shorten=shorten_ratios, stages=RATIOS),
-            ],
-            [
-                [
-                    count(r.position) if r.position else "-",
-                    r.workload,
-                    r.budget,
-                    count(r.gpus),
-                    *([str(r.priority)] if prio else []),
-                    waited(r.waiting_s),
-                    r.decision,
-                    r.standing,
-                    r.path,
-                ]
-                for r in rows
-            ],
+            *queue_table(queue_rows(result.context, result.plan)),
             title=f"{snapshot.cluster.name} at {snapshot.now:%Y-%m-%d %H:%M:%S %Z}: queue in "
             "the round's order (lower fair-share ratio first, level by level)",
             legend=[

@@ -16,38 +16,60 @@ if TYPE_CHECKING:
     from alloc.domain import Plan, Snapshot
 
 
-# The number of the rule a violation breaks, which `alloc.solve.validate` writes at its end:
-# `host h1: 12 GPUs given, it has 8 (1)`.
-_RULE = re.compile(r"\s*\((\d+(?:\.\d+)?)\)$")
+# The rule a violation breaks, which `alloc.solve.validate` writes at its end: a number alone
+# is an invariant of SPEC.md (1 to 7) or a rule of models/round.md (8, 8.5, 9);
+# `(models/round.md 1.2)` names a section of models/round.md; `(plan format)` the format of a
+# plan in SPEC.md (one decision per workload, GPUs above 0 on each host it names).
+_RULE = re.compile(r"\s*\(((?:models/round\.md )?\d+(?:\.\d+)?|plan format)\)$")
+_ROUND_MD = "models/round.md "
+_PLAN_FORMAT = "plan format"
 
 
 def violation(problem: str) -> tuple[str, str]:
     """A violation as `alloc.solve.validate` words it, split into the rule it breaks and the
-    fact: `('invariant 1', 'host h1: 12 GPUs given, it has 8')`. Invariants 1 to 7 are SPEC.md's
-    hard invariants; 8, 8.5 and 9 the rules of reservations, their backfill and event passes
-    in models/round.md. ('', problem) when it names none."""
+    fact: `('invariant 1', 'host h1: 12 GPUs given, it has 8')`, `('rule 1.2 of
+    models/round.md', ...)`, `('the plan format of SPEC.md', ...)`. ('', problem) when it
+    names none (`validate` names one for every violation: a test holds it to that)."""
     found = _RULE.search(problem)
     if found is None:
         return "", problem
-    return _rule(found.group(1)), problem[: found.start()]
+    kind, number = _rule(found.group(1))
+    return _named(kind, [number]), problem[: found.start()]
 
 
-def _rule(number: str) -> str:
-    return f"invariant {number}" if float(number) < 8 else f"rule {number} of models/round.md"
+def _rule(tag: str) -> tuple[str, str]:
+    """The kind of rule a tag names (`invariant`, `rule`, `format`) and its number."""
+    if tag == _PLAN_FORMAT:
+        return "format", ""
+    if tag.startswith(_ROUND_MD):
+        return "rule", tag.removeprefix(_ROUND_MD)
+    return ("invariant" if tag.isdigit() and 1 <= int(tag) <= 7 else "rule"), tag
+
+
+def _named(kind: str, numbers: Sequence[str]) -> str:
+    if kind == "format":
+        return "the plan format of SPEC.md"
+    plural = "s" if len(numbers) > 1 else ""
+    of = " of models/round.md" if kind == "rule" else ""
+    return f"{kind}{plural} {_listed(numbers)}{of}"
 
 
 def violations_summary(problems: Sequence[str]) -> str:
-    """`2 violations of invariants 1 and 4`, `1 violation of rule 8.5 of models/round.md`."""
-    numbers = sorted({m.group(1) for p in problems if (m := _RULE.search(p))}, key=float)
-    invariants = [n for n in numbers if float(n) < 8]
-    rules = [n for n in numbers if float(n) >= 8]
-    parts = []
-    if invariants:
-        parts.append(f"invariant{'s' if len(invariants) > 1 else ''} {_listed(invariants)}")
-    if rules:
-        parts.append(f"rule{'s' if len(rules) > 1 else ''} {_listed(rules)} of models/round.md")
-    of = f" of {' and '.join(parts)}" if parts else ""
+    """`2 violations of invariants 1 and 4`, `1 violation of rule 8.5 of models/round.md`,
+    `3 violations of invariant 3, rule 1.2 of models/round.md and the plan format of SPEC.md`:
+    each rule the lines of `violation` name, once."""
+    rules = {_rule(m.group(1)) for p in problems if (m := _RULE.search(p))}
+    parts = [
+        _named(kind, sorted((n for k, n in rules if k == kind), key=_order))
+        for kind in ("invariant", "rule", "format")
+        if any(k == kind for k, _ in rules)
+    ]
+    of = f" of {_listed(parts)}" if parts else ""
     return counted(len(problems), "violation") + of
+
+
+def _order(number: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in number.split(".")) if number else ()
 
 
 def _listed(items: Sequence[str]) -> str:

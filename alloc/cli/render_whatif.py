@@ -3,19 +3,22 @@ team, waits of allocated work, preemptions), with `--teams` one per team and run
 Formatting only: every number comes from the comparison (`alloc.report.compare`).
 
 Each row of a table is one line whatever the console's width (80 columns, a pipe): columns
-are as wide as their widest cell, and when the row is wider than the console the text
-columns (run labels, budget paths) are narrowed, their longer cells shortened in the middle
-with an ellipsis; numbers are never cut."""
+are as wide as their widest cell, two spaces apart, and when the row is wider than the
+console one space apart and the text columns narrowed: run labels cut in the middle with an
+ellipsis, budget paths as paths are (`shorten_path`: the leaf kept, the nodes above it cut to
+their initials). Numbers, the headers and the fixed phrases of the worst-team column (`none
+below 100%`, `all 3 teams tie`, the ` and 2 more` after a path) are never cut."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
 from alloc.cli import tables
-from alloc.cli.columns import Column, shorten_middle_keep_tail
+from alloc.cli.columns import Column, shorten_middle_keep_tail, shorten_path
 from alloc.printable import shown
 from alloc.report.compare import Comparison
 from alloc.report.fmt import duration, pct, signed, stopped_after, worst_team
@@ -27,17 +30,47 @@ def text_column(head: str, stage: int = 1) -> Column:
     return Column(head, shorten=shorten_middle_keep_tail, stages=((stage, 8),))
 
 
+# The least width of a budget path cut to fit (as `text_column`'s cells), beside a phrase.
+_PATH_LEAST = 8
+
+
+def worst_team_column(cells: Mapping[str, tuple[str, str]]) -> Column:
+    """The worst team of each run: `cells` maps each cell as shown to its budget path (""
+    for none) and the fixed phrase after it (` and 2 more`, or the whole cell when it names
+    no path: `none below 100%`, `all 3 teams tie`, `-`). Only the path is cut, as a path;
+    the column never gets narrower than its header, its phrases, or a phrase after the
+    shortest cut of a path."""
+    head = "worst team"
+
+    def shorten(text: str, width: int) -> str:
+        path, phrase = cells.get(text, ("", text))
+        if not path:
+            return text
+        return shorten_path(path, max(1, width - len(phrase))) + phrase
+
+    least = max(
+        [len(head), _PATH_LEAST]
+        + [
+            len(phrase) + (min(len(path), _PATH_LEAST) if path else 0)
+            for path, phrase in cells.values()
+        ]
+    )
+    return Column(head, shorten=shorten, stages=((1, least),))
+
+
 def print_table(console: Console, columns: list[Column], rows: list[list[str]]) -> None:
-    """The table in the console's width, two spaces between columns however narrow, with a
-    rule under the header and each team's name heading its rows (`alloc.cli.tables`)."""
-    tables.print_table(console, columns, rows, rule=True, tight=2)
+    """The table in the console's width, with a rule under the header and each team's name
+    heading its rows (`alloc.cli.tables`): two spaces between columns where the rows fit so,
+    else one (as `alloc queue` and `alloc status`) before any text is cut."""
+    tables.print_table(console, columns, rows, rule=True, tight=1)
 
 
 def overall_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
+    worst = {i: _worst_team_parts(c.runs[i].metrics) for i in range(len(c.labels))}
     columns = [
         text_column("run", stage=2),  # the run is what a reader looks for: cut last
         Column("d/o", right=True),
-        text_column("worst team"),
+        worst_team_column({shown(p + s): (shown(p), s) for p, s in worst.values()}),
         Column("its d/o", right=True),
         Column("wait p50", right=True),
         Column("wait p90", right=True),
@@ -45,13 +78,12 @@ def overall_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     ]
     rows = []
     for i, label in enumerate(c.labels):
-        m = c.runs[i].metrics
         o = c.overall(i)
         rows.append(
             [
                 label + (" *" if c.partial(i) else ""),
                 pct(o["delivered_over_owed"]),
-                worst_team(m)[0],
+                "".join(worst[i]),
                 pct(o["worst_team_delivered_over_owed"]),
                 duration(o["wait_allocated_p50_s"]),
                 duration(o["wait_allocated_p90_s"]),
@@ -61,12 +93,26 @@ def overall_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     return columns, rows
 
 
+def _worst_team_parts(m: dict[str, object]) -> tuple[str, str]:
+    """The worst team as `worst_team` names it, split into the budget path it names ("" for
+    none) and the phrase after it: `("nlp/a", " and 2 more")`, `("", "none below 100%")`."""
+    name = worst_team(m)[0]
+    worst = m.get("worst_team")
+    budget = str(worst.get("budget") or "") if isinstance(worst, dict) else ""
+    if budget and (name == budget or name.startswith(budget + " and ")):
+        return budget, name[len(budget) :]
+    return "", name
+
+
 def team_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     """A heading row per team (its budget path), then a row per run: GPU-hours delivered and
     owed, delivered / owed, its change against the run's baseline (percentage points; blank
     for a baseline, "-" when there is none to take), waits p50 / p90, preemptions."""
+    labels = {
+        shown("  " + label + (" *" if c.partial(i) else "")) for i, label in enumerate(c.labels)
+    }
     columns = [
-        text_column("team / run"),
+        Column("team / run", shorten=_run_or_team(labels), stages=((1, len("team / run")),)),
         Column("delivered", right=True),
         Column("owed", right=True),
         Column("d/o", right=True),
@@ -97,6 +143,18 @@ def team_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
                 ]
             )
     return columns, rows
+
+
+def _run_or_team(labels: set[str]) -> Callable[[str, int], str]:
+    """The first column of the teams table: a run's label (indented) is cut in the middle, a
+    team's path heading its rows is cut as a path."""
+
+    def shorten(text: str, width: int) -> str:
+        if text in labels:
+            return shorten_middle_keep_tail(text, width)
+        return shorten_path(text, width)
+
+    return shorten
 
 
 def _by_baseline(c: Comparison) -> dict[int, list[int]]:

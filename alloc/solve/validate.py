@@ -3,6 +3,9 @@
 Independent of how the plan was made: it recomputes the contract from the snapshot and checks
 placements with its own arithmetic, so a solver bug cannot hide behind shared state. Returns the
 violations found, each a sentence naming the workload or host; an empty list means valid.
+Each sentence ends with the rule it breaks, which `alloc.cli.plans.violation` reads: `(1)` to
+`(7)` SPEC.md's invariants; `(8)`, `(8.5)`, `(9)` or `(models/round.md 1.2)` a rule of
+models/round.md; `(plan format)` SPEC.md's plan format (one decision per workload).
 
 Here: one decision per workload, each decision checked once (the memo of the last round), the
 GPUs each host is given. The checks, by family of invariants:
@@ -71,13 +74,15 @@ def validate(
         for wid in seen:
             times[wid] += 1
         problems += [
-            f"{wid}: {n} decisions, one per workload" for wid, n in sorted(times.items()) if n > 1
+            f"{wid}: {n} decisions, one per workload (plan format)"
+            for wid, n in sorted(times.items())
+            if n > 1
         ]
     missing = set(snapshot.by_id) - set(seen)
     unknown = set(seen) - set(snapshot.by_id)
-    problems += [f"{w}: no decision" for w in sorted(missing)]
+    problems += [f"{w}: no decision (plan format)" for w in sorted(missing)]
     problems += [
-        f"{w}: decision for an unknown workload (not in the instance)" for w in sorted(unknown)
+        f"{w}: decision for a workload not in the instance (plan format)" for w in sorted(unknown)
     ]
     used = np.zeros(hosts.count, np.int64)
     unsound = bool(unknown)
@@ -150,7 +155,7 @@ def validate(
                 else:
                     problems.append(
                         f"{w.id}: holds {counted(g, 'GPU')} on {h}, which is not a host of "
-                        "the instance"
+                        "the instance (1)"
                     )
                     unsound = True
         elif not unsound and any(h not in index for h in d.hosts):

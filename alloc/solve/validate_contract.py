@@ -27,7 +27,7 @@ def decision_problems(
     if occupancy is not s.occupancy:
         out.append(
             f"{name}: occupancy {occupancy.value}, the contract says {s.occupancy.value} "
-            f"({_why_occupancy(snapshot, w, s)})"
+            f"({_why_occupancy(snapshot, w, s)}) ({_occupancy_rule(s)})"
         )
     if w.min_runtime_s > max_rt:
         out.append(
@@ -54,9 +54,14 @@ def decision_problems(
         out += _maintenance_problems(snapshot, w, d, s)
     if w.running:
         if not keep and action is not Action.PREEMPT:
-            out.append(f"{name}: running, so it is kept or preempted, not '{action.value}'")
+            out.append(
+                f"{name}: running, so it is kept or preempted, not '{action.value}' "
+                "(models/round.md 1.2)"
+            )
     elif action is not Action.START and action is not Action.WAIT:
-        out.append(f"{name}: queued, so it starts or waits, not '{action.value}'")
+        out.append(
+            f"{name}: queued, so it starts or waits, not '{action.value}' (models/round.md 1.1)"
+        )
     if s.forced is Action.KEEP and not keep:
         if s.forced_reason is Reason.COSTLY_TO_STOP:
             ran = w.running_seconds(snapshot.now)
@@ -64,7 +69,7 @@ def decision_problems(
             out.append(
                 f"{name}: {action.value}, but it cannot resume and has run {duration(ran)}, "
                 f"longer than the checkpoint interval of {duration(interval)}: the contract "
-                "keeps it to its end (costly_to_stop)"
+                "keeps it to its end (costly_to_stop) (models/round.md 1.1)"
             )
         else:
             assert s.protected_until is not None
@@ -77,7 +82,10 @@ def decision_problems(
         assert s.forced_reason is not None  # a forced action has its reason
         out.append(f"{name}: kept, but {bad} ({s.forced_reason.value}) (1)")
     if keep and d.hosts != w.hosts:
-        out.append(f"{name}: kept on {where(d.hosts)}, but it runs on {where(w.hosts)}")
+        out.append(
+            f"{name}: kept on {where(d.hosts)}, but it runs on {where(w.hosts)} "
+            "(models/round.md 1.2)"
+        )
     if keep or action is Action.START:
         if occupancy is Occupancy.ALLOCATED:
             start = w.started if w.started is not None else snapshot.now  # running or not
@@ -87,13 +95,15 @@ def decision_problems(
                 began = "its start at" if w.running else "now,"
                 out.append(
                     f"{name}: {given}, but its minimum runtime of {duration(w.min_runtime_s)} "
-                    f"from {began} {moment(start)} protects it until {moment(want)}"
+                    f"from {began} {moment(start)} protects it until {moment(want)} "
+                    "(models/round.md 1.1)"
                 )
         if action is Action.START:
             out += start_shape(snapshot, hosts, w, d)
         if d.hosts is not w.hosts:
             out += [
-                f"{name}: holds {g} GPUs on {h} (a count above 0 for each host it holds)"
+                f"{name}: holds {g} GPUs on {h} (a count above 0 for each host it holds) "
+                "(plan format)"
                 for h, g in d.hosts.items()
                 if g <= 0
             ]
@@ -122,6 +132,12 @@ def _maintenance_problems(snapshot: Snapshot, w: Workload, d: Decision, s: Stand
         f"{w.id}: preempted for host_maintenance, but none of its hosts is in maintenance "
         f"({where or 'it runs nowhere'}): a preemption the plan chose, with its own reason (3)"
     ]
+
+
+def _occupancy_rule(s: Standing) -> str:
+    """Unfunded work marked allocated would be charged (5); any other occupancy but the
+    contract's breaks the standing of models/round.md 1.1."""
+    return "5" if not s.funded else "models/round.md 1.1"
 
 
 def _why_occupancy(snapshot: Snapshot, w: Workload, s: Standing) -> str:

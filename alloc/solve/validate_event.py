@@ -37,10 +37,10 @@ def check_pass(
     problems: list[str] = []
     view, hosts, load = state.view, state.hosts, state.load
     unknown = [d.workload for d in decisions if d.workload not in view]
-    problems += [f"{w}: decision for an unknown workload" for w in unknown]
+    problems += [f"{w}: decision for an unknown workload (plan format)" for w in unknown]
     decided = [view[d.workload] for d in decisions if d.workload in view]
     if len({w.id for w in decided}) != len(decided):
-        problems.append("a workload has more than one decision")
+        problems.append("a workload has more than one decision (plan format)")
     # The contract recomputed for each decided workload, as `validate` does.
     at = Snapshot(state.now, state.policy, state.cluster, state.budgets, {}, ())
     max_rt = state.policy.max_min_runtime_s

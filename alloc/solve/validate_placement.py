@@ -42,10 +42,10 @@ def start_shape(snapshot: Snapshot, hosts: HostArrays, w: Workload, d: Decision)
     out = []
     unknown = [h for h in d.hosts if h not in hosts.index]
     if unknown:
-        return [f"{name}: starts on {', '.join(unknown)}, not hosts of the instance"]
+        return [f"{name}: starts on {', '.join(unknown)}, not hosts of the instance (1)"]
     idx = [hosts.index[h] for h in d.hosts]
     if not idx:
-        return [f"{name}: starts on no host (a start names its hosts and their GPUs)"]
+        return [f"{name}: starts on no host (a start names its hosts and their GPUs) (2)"]
     by_name = snapshot.cluster.by_name
     for h in idx:
         host = hosts.names[h]
@@ -121,7 +121,7 @@ def drain_problems(
         if h.name in listed and not h.state.draining:
             out.append(
                 f"host {h.name}: listed as drained, but it is {h.state.value} (only unhealthy "
-                "and retired hosts drain)"
+                "and retired hosts drain) (models/round.md 1.1)"
             )
         if h.name in listed and not empty:
             holding = ", ".join(
@@ -129,13 +129,15 @@ def drain_problems(
             )
             out.append(
                 f"host {h.name}: listed as drained, but {counted(int(used[i]), 'GPU')} of it "
-                f"stay held ({holding})"
+                f"stay held ({holding}) (models/round.md 1.1)"
             )
         if h.state.draining and empty and h.name not in listed:
             out.append(
                 f"host {h.name}: {h.state.value} and empty after the plan, so drained, but not "
-                "listed in drained_hosts"
+                "listed in drained_hosts (models/round.md 1.1)"
             )
     for name in sorted(listed - set(hosts.index)):
-        out.append(f"host {name}: listed as drained, but not a host of the instance")
+        out.append(
+            f"host {name}: listed as drained, but not a host of the instance (models/round.md 1.1)"
+        )
     return out

@@ -79,6 +79,7 @@ def unallocated_yields(
             )
         if (
             d.action is Action.PREEMPT
+            and w.running  # (a queued workload "preempted" is wrong on its own: 1.1)
             and st[w.id].forced is None
             and all(room[hosts.index[h]] >= g for h, g in w.hosts.items())
         ):
