@@ -18,7 +18,15 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from alloc.cli.app import app
-from alloc.cli.columns import Column, fit, format_row, lines, shorten_middle, shorten_path
+from alloc.cli.columns import (
+    Column,
+    fit,
+    format_row,
+    lines,
+    shorten_duration,
+    shorten_middle,
+    shorten_path,
+)
 from alloc.cli.queue_table import REASONS
 from alloc.cli.tables import print_table
 from alloc.domain import Reason
@@ -256,9 +264,9 @@ def test_status_of_a_deep_tree_names_the_node_of_every_ratio_it_shows(width):
     assert len(funded) > 20 and all(r.path.count(" > ") == 2 for r in funded)
     out = lines(*queue_table(rows), width)
     # In 80 columns every column of this queue reaches its least (budget paths kept apart,
-    # `n…/t…4/r1`; the decision cut, `start (under_al…`; the ratios `… > r12 0.83`) and its
-    # rows still take 84 or 85, as they did before: not asked of them here.
-    assert width == 80 or all(len(line) <= width for line in out), out
+    # `n…/t…4/r1`; the decision cut, `start (under_al…`; the standing `unalloc`; the ratios
+    # `… > r12 0.83`; the time waiting in its largest unit, `13 h`), and the rows fit.
+    assert all(len(line) <= width for line in out), out
     at = out[0].index("ratios")
     levels = set()
     for row, line in zip(rows, out[1:], strict=True):
@@ -351,3 +359,19 @@ def test_codes_are_written_shorter_before_they_are_cut():
     column = Column("reason", shorten=shorten_path, codes=REASONS)
     assert column.cut("wait (over_allocation)", 17) == "wait (over_alloc)"
     assert column.cut("unallocated_displaced", 9) == "displaced"
+
+
+@pytest.mark.parametrize(
+    "text, shorter",
+    [
+        ("13 h 2 min", "13 h"),
+        ("9 h 30 min", "10 h"),
+        ("1 d 19 h", "2 d"),
+        ("1,234 d 3 h", "1,234 d"),
+        ("52 min", "52 min"),
+        ("45 s", "45 s"),
+        ("-", "-"),
+    ],
+)
+def test_a_time_waiting_narrowed_keeps_its_largest_unit_rounded_half_up(text, shorter):
+    assert shorten_duration(text, 4) == shorter

@@ -71,6 +71,24 @@ def shorten_middle_keep_tail(text: str, width: int) -> str:
     return _middle(text, width, (width - 1) // 2)
 
 
+_UNITS = {"s": 1, "min": 60, "h": 60, "d": 24}  # each unit in the one below it
+
+
+def shorten_duration(text: str, width: int) -> str:
+    """A duration as `alloc.readable.duration` writes it, in its largest unit only, rounded
+    half up (`13 h 2 min` -> `13 h`, `1 d 19 h` -> `2 d`, `9 h 30 min` -> `10 h`); other
+    text as it is."""
+    parts = text.split()
+    if len(parts) != 4 or parts[1] not in _UNITS or parts[3] not in _UNITS:
+        return text
+    try:
+        big, small = int(parts[0].replace(",", "")), int(parts[2])
+    except ValueError:
+        return text
+    rounded = big + (2 * small >= _UNITS[parts[1]])
+    return f"{rounded:,} {parts[1]}"
+
+
 def _initial(node: str) -> str:
     """A node of a path cut to its first letter and the number it ends in, which tells
     siblings apart: `vision` -> `v…`, `team3` -> `t…3`, `team12` -> `t…12`."""

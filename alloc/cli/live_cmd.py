@@ -14,6 +14,7 @@ import typer
 from alloc.cli.columns import (
     Column,
     ratios_all_levels,
+    shorten_duration,
     shorten_end,
     shorten_middle,
     shorten_path,
@@ -40,8 +41,9 @@ NAME = ((1, 12), (5, 8))
 PATH = ((1, 16), (5, 6))
 RATIOS_LEAST = 12  # `… > r13 0.00`
 DECISION = ((3, 19), (7, 16))
-STANDING = ((4, 11),)
-STANDINGS = {"over its entitlement": "over"}
+STANDING = ((4, 8),)  # `entitled`; `unalloc` for unallocated
+WAITING = ((8, 6),)  # in its largest unit (`13 h`), the last resort: `59 min`
+STANDINGS = {"over its entitlement": "over", "unallocated": "unalloc"}
 
 
 def ratios_column(cells: list[str]) -> Column:
@@ -66,7 +68,7 @@ def queue_table(rows: Sequence[QueueRow]) -> tuple[list[Column], list[list[str]]
         Column("budget", shorten=shorten_path, stages=PATH, distinct=True),
         Column("GPUs", right=True),
         *([Column("prio", right=True)] if prio else []),
-        Column("waiting", right=True),
+        Column("waiting", right=True, shorten=shorten_duration, stages=WAITING),
         Column("this round", shorten=shorten_end, stages=DECISION, codes=REASONS),
         Column("standing", stages=STANDING, codes=STANDINGS),
         ratios_column([r.path for r in rows]),
