@@ -83,3 +83,10 @@ def test_schema_prints_its_shipped_copy_without_building_the_models():
 def test_the_list_of_commands_loads_none_of_their_modules():
     """`alloc --help` lists every command from alloc.cli.commands.SUMMARIES."""
     assert OTHERS.isdisjoint(_modules_of_command("--help"))
+
+
+def test_python_dash_m_alloc_is_the_alloc_command():
+    done = subprocess.run(
+        [sys.executable, "-m", "alloc", "--version"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and done.stdout.startswith("alloc "), done
