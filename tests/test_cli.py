@@ -205,8 +205,9 @@ def test_solve_with_a_malformed_time_limit_exits_2_and_writes_no_plan(lab, tmp_p
 @pytest.mark.parametrize(
     ("limit", "message"),
     [
-        ("0", "--time-limit: must be above 0, got '0'"),
-        ("1e400", "--time-limit: expected a finite duration, got '1e400'"),
+        ("0", "--time-limit: expected a duration above 0, got '0'"),
+        ("1e400", "--time-limit: expected a finite duration above 0, got '1e400'"),
+        ("inf", "--time-limit: expected a finite duration above 0, got 'inf'"),
     ],
 )
 def test_solve_refuses_a_time_limit_of_no_time_or_without_end(lab, tmp_path, limit, message):

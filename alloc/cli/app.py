@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from alloc.cli.commands import Command, Group
 from alloc.cli.common import check_writable, err, flush_stdout, guarded, out, write_atomically
-from alloc.cli.params import number, whole
+from alloc.cli.params import number, seconds, whole
 from alloc.cli.plans import (
     check_solver,
     checked_plan,
@@ -84,20 +84,13 @@ def solve(
 ) -> None:
     """Solve one round and print its summary (and write the plan with -o)."""
     from alloc.io import dump_plan, load_instance
-    from alloc.io.durations import parse_duration
     from alloc.round import RoundOptions, solve_round
     from alloc.summary import summarize
 
     def act() -> None:
         check_solver(solver)
-        limit = None
-        if time_limit is not None:
-            try:
-                limit = parse_duration(time_limit)
-            except ValueError as exc:
-                raise InputError("--time-limit", "", str(exc)) from None
-            if not limit:  # no time to solve in: every round would be a fallback
-                raise InputError("--time-limit", "", f"must be above 0, got {time_limit!r}")
+        # above 0: with no time to solve in, every round would be a fallback
+        limit = seconds("--time-limit", time_limit, above=0.0)
         if output is not None:
             check_writable("--output", output)
         snapshot = load_instance(instance)

@@ -15,7 +15,7 @@ import typer
 
 from alloc.cli.commands import Command
 from alloc.cli.common import err, guarded, out
-from alloc.cli.params import whole
+from alloc.cli.params import seconds, whole
 from alloc.io import InputError
 from alloc.printable import shown
 from alloc.readable import count, duration
@@ -201,9 +201,14 @@ def _simulated_options(clock: str, until: str | None, kind: str, config: Path) -
     """--clock and --until checked before anything is opened or written; --until in seconds."""
     if clock not in ("wall", "simulated"):
         raise InputError("--clock", "", f"expected wall or simulated, got {clock!r}")
+    until_s = seconds("--until", until, above=0.0)
     if clock == "wall":
         if until is not None:
-            raise InputError("--until", "", "--until is simulated time: give --clock simulated")
+            raise InputError(
+                "--until",
+                "",
+                "only with --clock simulated: it ends a dry run at a time of the simulated clock",
+            )
         return None
     if kind != "sim":
         raise InputError(
@@ -212,14 +217,4 @@ def _simulated_options(clock: str, until: str | None, kind: str, config: Path) -
             f"a simulated clock is the simulated cluster's: it needs the sim executor, and "
             f"{config} runs executor {kind} (use --executor sim, or --clock wall)",
         )
-    if until is None:
-        return None
-    from alloc.io.durations import parse_duration
-
-    try:
-        until_s = parse_duration(until)
-    except ValueError as exc:
-        raise InputError("--until", "", str(exc)) from None
-    if until_s <= 0:
-        raise InputError("--until", "", "expected a duration above 0, e.g. 6h")
     return until_s
