@@ -133,7 +133,7 @@ def test_a_bad_value_says_what_the_option_takes_and_exits_2(args, message):
             id="a choice alloc checks",
         ),
         pytest.param(
-            ["simulate", "--days", "1"],
+            ["simulate", "--days", "1", "--trace", "t.csv", "--synthetic"],
             "error: alloc simulate: give exactly one of --trace TRACE.csv or --synthetic",
             id="options that go together",
         ),
@@ -358,3 +358,69 @@ def test_until_on_the_wall_clock_names_the_option_once_and_says_what_it_needs(
             "error: alloc controller run: --until: only with --clock simulated: it ends a dry "
             "run at a time of the simulated clock"
         )
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "usage"),
+    [
+        pytest.param(
+            ["queue"],
+            "INSTANCE: required, but not given (or, live, --config FILE)",
+            "alloc queue [OPTIONS] [INSTANCE]",
+            id="a bare queue",
+        ),
+        pytest.param(
+            ["explain", "good.yaml"],
+            "WORKLOAD: required, but not given: alloc explain INSTANCE WORKLOAD (or, live, "
+            "alloc explain --config FILE WORKLOAD)",
+            "alloc explain [OPTIONS] [INSTANCE] [WORKLOAD]",
+            id="explain without the workload",
+        ),
+        pytest.param(
+            ["explain"],
+            "INSTANCE: required, but not given: alloc explain INSTANCE WORKLOAD (or, live, "
+            "alloc explain --config FILE WORKLOAD)",
+            "alloc explain [OPTIONS] [INSTANCE] [WORKLOAD]",
+            id="a bare explain",
+        ),
+        pytest.param(
+            ["explain", "--config", "c.yaml"],
+            "WORKLOAD: required, but not given: alloc explain --config FILE WORKLOAD",
+            "alloc explain [OPTIONS] [INSTANCE] [WORKLOAD]",
+            id="a live explain without the workload",
+        ),
+        pytest.param(
+            ["simulate"],
+            "give --trace TRACE.csv or --synthetic",
+            "alloc simulate [OPTIONS] [LAB]",
+            id="a simulation of nothing",
+        ),
+        pytest.param(
+            ["whatif", "--trace", "t.csv"],
+            "LAB: required, but not given (or --synthetic for the built-in lab)",
+            "alloc whatif [OPTIONS] [LAB]",
+            id="a trace without its lab",
+        ),
+        pytest.param(
+            ["export", "p.json", "--to", "slurm", "--apply"],
+            "--config: required with --apply: the controller config of the cluster to act on "
+            "(without --apply nothing is run)",
+            "alloc export [OPTIONS] PLAN",
+            id="apply to no cluster",
+        ),
+    ],
+)
+def test_a_missing_argument_alloc_finds_is_followed_by_the_usage_as_typer_s_own_is(
+    args, message, usage
+):
+    """typer knows only arguments that are always required (`alloc solve` alone); those
+    required in one form of a command (`alloc queue INSTANCE` or `alloc queue --config FILE`)
+    are found by alloc and said the same way: the error, the usage line, where the help is."""
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    command = " ".join(["alloc", *args[:1]])
+    assert result.stderr.splitlines() == [
+        f"error: {command}: {message}",
+        f"Usage: {usage}",
+        f"See '{command} --help'.",
+    ]

@@ -17,7 +17,15 @@ import typer
 from rich.markup import escape
 
 from alloc.cli.commands import Command, Group
-from alloc.cli.common import check_writable, err, flush_stdout, guarded, out, write_atomically
+from alloc.cli.common import (
+    MissingInput,
+    check_writable,
+    err,
+    flush_stdout,
+    guarded,
+    out,
+    write_atomically,
+)
 from alloc.cli.params import number, seconds, whole
 from alloc.cli.plans import (
     check_solver,
@@ -174,10 +182,8 @@ def explain(
         check_solver(solver)
         if config is not None:
             if instance is None:  # the one argument is the workload id
-                raise InputError(
-                    "alloc explain",
-                    "WORKLOAD",
-                    "give the workload id: alloc explain --config FILE WORKLOAD",
+                raise MissingInput(
+                    "WORKLOAD", "required, but not given: alloc explain --config FILE WORKLOAD"
                 )
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
@@ -187,12 +193,10 @@ def explain(
             wanted = instance
         else:
             if instance is None or workload is None:
-                raise InputError(
-                    "",
-                    "",
-                    f"give {'the workload id' if instance else 'the instance and the workload id'}:"
-                    " alloc explain INSTANCE WORKLOAD (or, live, alloc explain --config FILE "
-                    "WORKLOAD)",
+                raise MissingInput(
+                    "WORKLOAD" if instance else "INSTANCE",
+                    "required, but not given: alloc explain INSTANCE WORKLOAD (or, live, "
+                    "alloc explain --config FILE WORKLOAD)",
                 )
             snapshot, source, wanted = load_instance(instance), instance, workload
         if wanted not in snapshot.by_id:

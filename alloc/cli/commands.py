@@ -14,7 +14,7 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from alloc.cli.common import bad_input, on_the_command_line, stdout_closed
+from alloc.cli.common import MissingInput, bad_input, on_the_command_line, stdout_closed
 from alloc.io.errors import InputError
 
 # click's UsageError, the class of typer's own complaints about a command line (a bad value,
@@ -72,11 +72,14 @@ class Command(TyperCommand):
                 param.metavar = (param.name or "").upper()
 
     def invoke(self, ctx: Any) -> Any:
-        """Run the command; bad input it finds is said with the command's name (`bad_input`)."""
+        """Run the command; bad input it finds is said with the command's name (`bad_input`),
+        and what the command line lacks (MissingInput) then with its usage, as typer's own
+        missing argument is (`_say_usage_error`)."""
         try:
             return super().invoke(ctx)
         except InputError as exc:
-            bad_input(str(exc), ctx.command_path if on_the_command_line(exc) else "")
+            more = usage_lines(ctx) if isinstance(exc, MissingInput) else []
+            bad_input(str(exc), ctx.command_path if on_the_command_line(exc) else "", more)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -183,6 +186,12 @@ class Group(TyperGroup):
             formatter.write_dl(rows)
 
 
+def usage_lines(ctx: Any) -> list[str]:
+    """What follows an error about the shape of a command line: the usage line and where the
+    help is (`See 'alloc solve --help'.`), as git writes them."""
+    return [ctx.get_usage(), f"See '{ctx.command_path} --help'."]
+
+
 def _say_usage_error(exc: Any) -> None:
     """typer's complaint about a command line, in alloc's form (`alloc.cli.common.bad_input`):
     `error: alloc generate: --hosts: expected a whole number of at least 1, got '1.5'`, where
@@ -194,7 +203,7 @@ def _say_usage_error(exc: Any) -> None:
         raise exc
     ctx = exc.ctx
     command = ctx.command_path if ctx is not None else "alloc"
-    usage = [ctx.get_usage(), f"See '{command} --help'."] if ctx is not None else []
+    usage = usage_lines(ctx) if ctx is not None else []
     if isinstance(exc, typer.BadParameter):
         param, hint = exc.param, exc.param_hint
         if param is None:

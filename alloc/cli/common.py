@@ -26,6 +26,7 @@ from alloc.printable import shown
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_STDOUT_CLOSED",
+    "MissingInput",
     "bad_input",
     "check_writable",
     "console",
@@ -137,6 +138,18 @@ def bad_input(message: str, command: str = "", more: Iterable[str] = ()) -> NoRe
     for extra in more:
         err.print(extra, markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+class MissingInput(InputError):
+    """What a command line lacks that typer cannot know is needed (an argument that is
+    optional in one form of the command, `alloc queue [INSTANCE]` or `--config`; an option
+    another option needs): said as other bad input on the command line is, then followed by
+    the usage line, as typer's own `required, but not given` is (`alloc.cli.commands`).
+    `name`: the argument (INSTANCE) or the option (--config), or "" for a choice of them."""
+
+    def __init__(self, name: str, message: str = "required, but not given") -> None:
+        option = name.startswith("-")
+        super().__init__(name if option else "", "" if option else name, message)
 
 
 def on_the_command_line(exc: InputError) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.common import err, guarded, table_width
+from alloc.cli.common import MissingInput, err, guarded, table_width
 from alloc.cli.plans import check_solver, checked_plan
 from alloc.io.errors import InputError
 from alloc.printable import shown
@@ -186,7 +186,7 @@ def _snapshot(
         snapshot, notes = live_with_notes(config)
         return snapshot, f"the cluster of {config}", dict(notes)
     if instance is None:
-        raise InputError("", "", "give INSTANCE (or --config CONTROLLER.yaml)")
+        raise MissingInput("INSTANCE", "required, but not given (or, live, --config FILE)")
     return load_instance(instance), str(instance), {}
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from alloc.cli.common import check_writable, console
+from alloc.cli.common import MissingInput, check_writable, console
 from alloc.cli.params import number, seconds, whole
 from alloc.io.errors import InputError
 from alloc.io.limits import read_input
@@ -86,7 +86,9 @@ def base_spec(
     from alloc.io import dump_instance
     from alloc.sim.run import RunSpec, load_inputs
 
-    if (trace is None) == (not synthetic):
+    if trace is None and not synthetic:
+        raise MissingInput("", "give --trace TRACE.csv or --synthetic")
+    if trace is not None and synthetic:
         raise InputError("", "", "give exactly one of --trace TRACE.csv or --synthetic")
     if synthetic and options.get("start_s"):
         raise InputError(
@@ -94,7 +96,9 @@ def base_spec(
         )
     if lab is None:
         if not synthetic:
-            raise InputError("", "", "give a LAB.yaml, or --synthetic for the built-in lab")
+            raise MissingInput(
+                "LAB", "required, but not given (or --synthetic for the built-in lab)"
+            )
         from alloc.sim.synthetic import SyntheticLab, synthetic_lab
 
         built, _ = synthetic_lab(SyntheticLab(days=days, seed=seed))
