@@ -20,10 +20,10 @@ from alloc.cli.commands import Command, Group
 from alloc.cli.common import (
     MissingInput,
     check_writable,
-    err,
     flush_stdout,
     guarded,
     out,
+    say_written,
     write_atomically,
 )
 from alloc.cli.params import number, seconds, whole
@@ -113,7 +113,7 @@ def solve(
 
         render_solve(out, str(instance), plan, summarize(result.context, plan), depth)
         if output is not None:
-            out.print(f"plan written to {output}", markup=False)
+            say_written("plan", output)
 
     guarded(act)
 
@@ -303,7 +303,7 @@ def generate(
             sys.stdout.write(text)
         else:
             write_atomically(output, text)
-            err.print(f"instance written to {output}", markup=False)
+            say_written("instance", output)
 
     guarded(act)
 

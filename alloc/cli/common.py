@@ -36,6 +36,7 @@ __all__ = [
     "on_the_command_line",
     "out",
     "say_replaced",
+    "say_written",
     "table_width",
     "write_atomically",
 ]
@@ -189,6 +190,14 @@ def check_writable(option: str, path: Path, folder: bool = False, existing: bool
         raise InputError(option, "", f"cannot write {path}: {parent} is a file")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(option, "", f"cannot write {path}: {parent} is not writable")
+
+
+def say_written(what: str, path: Path) -> None:
+    """A file a command wrote (`plan written to plan.json`): on stdout, as what the command
+    produced (its result; the data itself went into the file), where diagnostics (`replacing
+    ...`, warnings, progress) go to stderr. Every command that writes a file with -o says so
+    here, in these words."""
+    out.print(f"{what} written to {path}", markup=False, highlight=False, soft_wrap=True)
 
 
 def replaced_by_run(folder: Path, names: Iterable[str]) -> str | None:
