@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path
-from alloc.cli.commands import Command
+from alloc.cli.commands import Command, Subcommands
 from alloc.cli.common import guarded, out
 from alloc.cli.tables import print_table
 from alloc.io import InputError
@@ -23,7 +23,10 @@ NAME = ((1, 10),)
 OWNERS = ((1, 16),)
 
 budgets_app = typer.Typer(
-    rich_markup_mode=None, no_args_is_help=True, help="Show and change budget shares."
+    cls=Subcommands,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    help="Show and change budget shares.",
 )
 ConfigOpt = Annotated[
     Path, typer.Option("--config", metavar="FILE", help="Controller config YAML.")

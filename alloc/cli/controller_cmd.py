@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from alloc.cli.commands import Command
+from alloc.cli.commands import Command, Subcommands
 from alloc.cli.common import err, guarded, out
 from alloc.cli.params import seconds, whole
 from alloc.io import InputError
@@ -21,6 +21,7 @@ from alloc.printable import shown
 from alloc.readable import count, duration
 
 controller_app = typer.Typer(
+    cls=Subcommands,
     rich_markup_mode=None,
     no_args_is_help=True,
     help="Run alloc as a controller beside a cluster manager.",

@@ -19,9 +19,10 @@ input of that option.
 
 typer raises the parser's complaint as a usage error (exit 2), which alloc's command group says
 in the form of all bad input (`alloc.cli.commands`). `min` and `max` are passed on to typer
-too, which then only shows them in `--help` (`[default: 128; x>=1]`); a bound that excludes its
-value (`above`) is said in the help text. Each option is shown with a metavar (`--hosts N`),
-not typer's type.
+too, which then only shows them in `--help` (`[default: 128; x>=1]`, `0<=x<=1`: numbers as a
+person writes them, `as_written`, as the defaults are: `alloc.cli.commands.Command`); a bound
+that excludes its value (`above`) is said in the help text. Each option is shown with a
+metavar (`--hosts N`), not typer's type.
 """
 
 from __future__ import annotations
@@ -33,9 +34,17 @@ from typing import Any, TypeVar
 
 import typer
 
-__all__ = ["Choice", "Number", "choice", "number", "seconds", "whole"]
+__all__ = ["Choice", "Number", "as_written", "choice", "number", "seconds", "whole"]
 
 E = TypeVar("E", bound=Enum)
+
+
+def as_written(value: float) -> int | float:
+    """A number as a person writes it: 30 for 30.0, 0.5 as is (`--help` shows defaults and
+    bounds so, not as Python's repr of a float)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _shown(bound: float) -> str:
@@ -154,7 +163,8 @@ def number(
     if above is not None:
         help = f"{help.rstrip('.')} (above {_shown(above)})."
     parse = Number(float, min, max, above)
-    return typer.Option(*names, parser=parse, min=min, max=max, help=help, metavar=metavar, **more)
+    low, high = (None if b is None else as_written(b) for b in (min, max))
+    return typer.Option(*names, parser=parse, min=low, max=high, help=help, metavar=metavar, **more)
 
 
 def seconds(

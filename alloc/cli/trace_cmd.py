@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.commands import Command
+from alloc.cli.commands import Command, Subcommands
 from alloc.cli.common import check_writable, guarded, out, say_written, write_atomically
 from alloc.cli.params import choice, number, whole
 from alloc.io.errors import InputError
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the trace readers load when the command runs
     from alloc.traces import ImportSummary
 
 trace_app = typer.Typer(
+    cls=Subcommands,
     rich_markup_mode=None,
     add_completion=False,
     no_args_is_help=True,
