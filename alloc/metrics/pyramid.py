@@ -247,8 +247,12 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         "partial": result.partial,
         "simulated_days": round(result.horizon_s / 86400.0, 6),
         **({"stopped_at": _stopped_at(result)} if result.partial else {}),
-        "rounds": result.rounds,  # full rounds run
+        # The rounds run, each kind by its name (the progress line's "rounds" are both).
+        # "rounds" is "full_rounds" under its first name, kept for the files and scripts
+        # that read it.
+        "full_rounds": result.rounds,
         "event_passes": result.passes,
+        "rounds": result.rounds,
         "round_model": result.config.rounds,
         "skipped_rounds": result.skipped_rounds,
         "skipped_passes": result.skipped_passes,
