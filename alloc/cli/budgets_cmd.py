@@ -16,7 +16,7 @@ from alloc.cli.commands import Command, Subcommands
 from alloc.cli.common import guarded, out
 from alloc.cli.tables import print_table
 from alloc.io import InputError
-from alloc.readable import number
+from alloc.readable import natural_key, number
 
 # Names and owners may be narrowed on a narrow console.
 NAME = ((1, 10),)
@@ -73,7 +73,7 @@ def show(config: ConfigOpt) -> None:
                     "  " * depth + name,
                     f"{tree.node(path).share:.1%}",
                     f"{tree.effective_allocation(path):.2%}",
-                    ", ".join(sorted(owners_of(tree, path))) or "-",
+                    ", ".join(sorted(owners_of(tree, path), key=natural_key)) or "-",
                     number(usage, 1),
                 ]
             )

@@ -52,6 +52,7 @@ from typing import Any
 from alloc.domain import BudgetPath, Reason
 from alloc.io.durations import format_time
 from alloc.metrics.quantiles import nearest_rank, summary
+from alloc.readable import natural_key
 from alloc.sim.engine import SimResult
 from alloc.sim.jobs import SimJob
 
@@ -217,7 +218,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
     down = [p for p in r.preemptions if p.reason == HOST_MAINTENANCE]
     preempted_by_team = Counter(p.budget for p in own)
     down_by_team = Counter(p.budget for p in down)
-    for leaf in sorted(funded):
+    for leaf in sorted(funded, key=natural_key):  # teams in natural order: r2 before r10
         i = impact(result, leaf)
         owed_all += i.owed
         got_all += i.within
