@@ -61,6 +61,14 @@ def run(
             "trace's start, e.g. 6h or 2d.",
         ),
     ] = None,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="With --clock simulated: the summary lists every budget node's delivered/owed "
+            "(else, when the teams do not fit one line, the top level and the lowest teams).",
+        ),
+    ] = False,
     controller_id: Annotated[
         str | None,
         typer.Option(
@@ -84,7 +92,7 @@ def run(
     def act() -> None:
         settings = load_controller_config(config)
         kind = executor or settings.executor
-        until_s = _simulated_options(clock, until, kind, config)
+        until_s = _simulated_options(clock, until, kind, config, wide)
         cluster = executor_for(settings, kind)
         dry = None
         if clock == "simulated":
@@ -192,14 +200,17 @@ def run(
             lease.release()
             store.close()
         if dry is not None:
-            for line in dry.summary(metrics, settings.budgets, rounds):
+            for line in dry.summary(metrics, settings.budgets, rounds, wide):
                 out.print(shown(line), markup=False, highlight=False)
 
     guarded(act)
 
 
-def _simulated_options(clock: str, until: str | None, kind: str, config: Path) -> float | None:
-    """--clock and --until checked before anything is opened or written; --until in seconds."""
+def _simulated_options(
+    clock: str, until: str | None, kind: str, config: Path, wide: bool = False
+) -> float | None:
+    """--clock, --until and --wide checked before anything is opened or written; --until in
+    seconds."""
     if clock not in ("wall", "simulated"):
         raise InputError("--clock", "", f"expected wall or simulated, got {clock!r}")
     until_s = seconds("--until", until, above=0.0)
@@ -209,6 +220,10 @@ def _simulated_options(clock: str, until: str | None, kind: str, config: Path) -
                 "--until",
                 "",
                 "only with --clock simulated: it ends a dry run at a time of the simulated clock",
+            )
+        if wide:
+            raise InputError(
+                "--wide", "", "only with --clock simulated: it widens a dry run's summary"
             )
         return None
     if kind != "sim":
