@@ -27,6 +27,7 @@ from alloc.domain import (
     WorkloadId,
 )
 from alloc.io.durations import format_time
+from alloc.readable import natural_key
 
 __all__ = [
     "FIELDS",
@@ -148,11 +149,12 @@ def has_gpu_types(snapshot: Snapshot) -> bool:
 
 
 # --sort keys. wait and gpus: largest first; ratio: lowest first (served first); budget and
-# id: alphabetical; state: in State's order. Ties keep the default order; -r reverses all.
+# id: in natural order (r2 before r10); state: in State's order. Ties keep the default order;
+# -r reverses all.
 SORT_KEYS = ("wait", "gpus", "budget", "state", "id", "ratio")
 
 
-def _default_key(r: QueueRow) -> tuple[int, float, float, str]:
+def _default_key(r: QueueRow) -> tuple[int, float, float, tuple[object, ...]]:
     """Running work first (protected, then the rest, then what this round preempts), then
     what it starts, then what waits; inside a state, the round's order, then the longest
     running or waiting first, then id (as squeue lists running jobs, then pending ones by
@@ -162,7 +164,7 @@ def _default_key(r: QueueRow) -> tuple[int, float, float, str]:
         _STATE_ORDER[r.state],
         r.rank if r.rank is not None else math.inf,
         since.timestamp(),
-        r.id,
+        natural_key(r.id),
     )
 
 
@@ -173,9 +175,9 @@ def _ratio_key(r: QueueRow) -> float:
 _KEYS = {
     "wait": lambda r: -(r.wait_s or 0.0),
     "gpus": lambda r: -r.gpus,
-    "budget": lambda r: (r.budget is None, r.budget or ""),
+    "budget": lambda r: (r.budget is None, natural_key(r.budget or "")),
     "state": lambda r: _STATE_ORDER[r.state],
-    "id": lambda r: r.id,
+    "id": lambda r: natural_key(r.id),
     "ratio": _ratio_key,
 }
 

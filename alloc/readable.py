@@ -15,11 +15,15 @@ precision). One rule each, here, used by every writer:
 - times: ISO 8601 with the zone, UTC as `Z` (`moment`: `2026-11-30T12:00:00Z`), as the
   input files write them.
 
+And names (workloads, budget nodes, hosts, owners) listed for people are in natural order, as
+a person counts: `r1, r2, r10`, not the text order `r1, r10, r2` (`natural_key`).
+
 Imports nothing of ours, so every layer may use it."""
 
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 
 MINUTE_S = 60
@@ -101,3 +105,23 @@ def hours(h: float | None) -> str:
 def moment(value: datetime) -> str:
     """A point in time as the input files write it: `2026-11-30T12:00:00Z`."""
     return value.isoformat().replace("+00:00", "Z")
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[object, ...]:
+    """The sort key of a name in natural order: its runs of digits compared as numbers, the
+    rest as text (`r2` before `r10`, `nlp/team9` before `nlp/team10`); names that differ only
+    in leading zeros (`r01`, `r1`) then by their text, so the order is total. A run of digits
+    is compared by its length without leading zeros and then its digits, so a name of
+    thousands of digits needs no int (Python refuses to make one past 4,300 digits)."""
+    parts = _DIGITS.split(name)
+    key: list[object] = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            digits = part.lstrip("0")
+            key.append((len(digits), digits))
+        else:
+            key.append(part)
+    return (tuple(key), name)

@@ -18,6 +18,7 @@ from alloc.domain import (
     path_prefixes,
 )
 from alloc.queue import queue_positions
+from alloc.readable import natural_key
 from alloc.report.fmt import duration, ratio
 from alloc.solve.context import RoundContext
 
@@ -44,7 +45,7 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
     ratios = ctx.share.ratios
     position = queue_positions(snapshot, ctx.order)
     queued = [w for w in snapshot.workloads if not w.running]
-    queued.sort(key=lambda w: (position.get(w.id, math.inf), w.submitted, w.id))
+    queued.sort(key=lambda w: (position.get(w.id, math.inf), w.submitted, natural_key(w.id)))
     rows = []
     for w in queued:
         d = plan.decision(w.id)

@@ -249,8 +249,9 @@ def test_solve_with_a_malformed_time_limit_exits_2_and_writes_no_plan(lab, tmp_p
 @pytest.mark.parametrize(
     ("limit", "message"),
     [
-        ("0", "--time-limit: must be above 0, got '0'"),
-        ("1e400", "--time-limit: expected a finite duration, got '1e400'"),
+        ("0", "--time-limit: expected a duration above 0, got '0'"),
+        ("1e400", "--time-limit: expected a finite duration above 0, got '1e400'"),
+        ("inf", "--time-limit: expected a finite duration above 0, got 'inf'"),
     ],
 )
 def test_solve_refuses_a_time_limit_of_no_time_or_without_end(lab, tmp_path, limit, message):
@@ -492,3 +493,18 @@ def test_a_written_instance_quotes_names_a_yaml_1_2_reader_would_take_for_number
     text = dump_instance(snapshot)
     assert "name: '6214e9'" in text and "name: '103959'" in text
     assert parse_instance(text).budgets == snapshot.budgets
+
+
+@pytest.mark.parametrize(
+    ("command", "what"),
+    [(["generate", "--hosts", "4", "--levels", "2"], "instance"), (["solve", "LAB"], "plan")],
+)
+def test_a_command_that_writes_a_file_says_so_on_stdout_as_its_result(lab, tmp_path, command, what):
+    """Results to stdout, diagnostics to stderr: `generate -o` said `instance written to` on
+    stderr while `solve -o` said `plan written to` on stdout (`alloc.cli.common.say_written`;
+    `trace import`: tests/test_traces.py)."""
+    out = tmp_path / "out.file"
+    result = run(*[str(lab) if word == "LAB" else word for word in command], "-o", out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == f"{what} written to {out}"
+    assert "written" not in result.stderr

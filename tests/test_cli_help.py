@@ -112,3 +112,50 @@ def test_the_round_gap_says_what_it_does():
     text = " ".join(help_of("simulate").split())
     assert "call a round at most this often" in text
     assert "Event rounds coalesce." not in text
+
+
+def help_at(width: int, words: tuple[str, ...], command: Any) -> str:
+    """The help of a command as a terminal `width` columns wide shows it (CliRunner forces
+    80 columns, whatever COLUMNS says; a terminal of 80 gets 78)."""
+    ctx = command.context_class(
+        command, info_name=" ".join(("alloc", *words)), terminal_width=width
+    )
+    return str(command.get_help(ctx))
+
+
+@pytest.mark.parametrize("width", [80, 78, 70, 60])
+@pytest.mark.parametrize(("words", "command"), ALL, ids=[" ".join(w) for w, _ in ALL])
+def test_no_help_line_is_broken_at_a_hyphen(words, command, width):
+    """textwrap breaks after a hyphen and click leaves that on: `alloc queue --help` read
+    `(read-` / `only)` in an 80-column terminal (alloc.cli.commands._Formatter)."""
+    text = help_at(width, words, command)
+    broken = [line for line in text.splitlines() if re.search(r"\w-$", line)]
+    assert not broken, text
+    assert "\u2011" not in text  # the hyphens are written back as typed
+
+
+@pytest.mark.parametrize("width", range(60, 101))
+def test_queue_help_keeps_read_only_whole_at_any_width(width):
+    (command,) = [c for w, c in ALL if w == ("queue",)]
+    text = " ".join(help_at(width, ("queue",), command).split())
+    assert "(read-only)" in text and "running-protected" in text
+
+
+@pytest.mark.parametrize("words", [(), *(w for w, _ in ALL)], ids=lambda w: " ".join(w) or "alloc")
+def test_help_shows_numbers_as_a_person_writes_them(words):
+    """`[default: 30]`, `0<=x<=1`: not typer's `30.0` and `0.0<=x<=1.0`."""
+    text = help_of(*words)
+    assert not re.search(r"\b\d+\.0\b", text), text
+
+
+@pytest.mark.parametrize(
+    ("words", "shown"),
+    [
+        (["simulate"], "[default: 30]"),
+        (["simulate"], "[default: 1; x>=0]"),  # --legacy-cap
+        (["generate"], "[default: 0; 0<=x<=1]"),  # --unhealthy
+        (["generate"], "[default: 2.5; x>=0]"),  # --demand
+    ],
+)
+def test_a_number_s_default_and_bounds_are_shown_as_written(words, shown):
+    assert shown in " ".join(help_of(*words).split()), help_of(*words)

@@ -6,9 +6,11 @@ on the command line, `error: alloc COMMAND: OPTION: what is wrong`, on one line.
 
 from __future__ import annotations
 
+import shutil
 import typing
 from collections.abc import Iterator
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,7 +41,7 @@ def run(*args: str) -> Any:
         ),
         pytest.param(
             ["whatif", "--synthetic", "--days", "inf"],
-            "error: alloc whatif: --days: expected a number above 0, got 'inf'",
+            "error: alloc whatif: --days: expected a finite number above 0, got 'inf'",
             id="a run without end",
         ),
         pytest.param(
@@ -69,12 +71,12 @@ def run(*args: str) -> Any:
         ),
         pytest.param(
             ["generate", "--running", "nan"],
-            "error: alloc generate: --running: expected a number from 0 to 1, got 'nan'",
+            "error: alloc generate: --running: expected a finite number from 0 to 1, got 'nan'",
             id="a share that is not a number",
         ),
         pytest.param(
             ["generate", "--demand", "inf"],
-            "error: alloc generate: --demand: expected a number of at least 0, got 'inf'",
+            "error: alloc generate: --demand: expected a finite number of at least 0, got 'inf'",
             id="endless demand",
         ),
         pytest.param(
@@ -131,7 +133,7 @@ def test_a_bad_value_says_what_the_option_takes_and_exits_2(args, message):
             id="a choice alloc checks",
         ),
         pytest.param(
-            ["simulate", "--days", "1"],
+            ["simulate", "--days", "1", "--trace", "t.csv", "--synthetic"],
             "error: alloc simulate: give exactly one of --trace TRACE.csv or --synthetic",
             id="options that go together",
         ),
@@ -211,3 +213,214 @@ def test_every_numeric_option_of_every_command_is_read_by_alloc():
             parsers = [getattr(info, "parser", None) for info in infos]
             assert any(isinstance(p, Number) for p in parsers), f"typer reads {name} --{param}"
     assert len(numeric) > 15, numeric  # the walk found the commands' options
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def dry_run_config(tmp_path: Path) -> Path:
+    """The bundled dry-run config and its lab and trace, copied: nothing is written beside
+    the repository's."""
+    for name in ("dry-run.yaml", "lab.yaml", "trace.csv"):
+        shutil.copy(ROOT / "instances" / "controller" / name, tmp_path / name)
+    return tmp_path / "dry-run.yaml"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["solve", "x.yaml", "--time-limit", "0"],
+            "error: alloc solve: --time-limit: expected a duration above 0, got '0'",
+            id="a solve without time",
+        ),
+        pytest.param(
+            ["simulate", "--synthetic", "--time-limit", "0"],
+            "error: alloc simulate: --time-limit: expected a duration above 0, got '0'",
+            id="rounds without time",
+        ),
+        pytest.param(
+            ["simulate", "--synthetic", "--days", "0"],
+            "error: alloc simulate: --days: expected a number above 0, got '0'",
+            id="a run of no days",
+        ),
+        pytest.param(
+            ["whatif", "--synthetic", "--round-interval", "0"],
+            "error: alloc whatif: --round-interval: expected a duration above 0, got '0'",
+            id="periodic rounds at no interval",
+        ),
+        pytest.param(
+            ["simulate", "--synthetic", "--mtbf", "0s"],
+            "error: alloc simulate: --mtbf: expected a duration above 0, got '0s'",
+            id="failures at no interval",
+        ),
+    ],
+)
+def test_a_value_of_no_size_is_refused_in_one_wording_whatever_the_option(args, message):
+    """Numbers and durations alike: `expected a ... above 0, got '0'` (the time limit said
+    `must be above 0`, --days `expected a number above 0`)."""
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == message + "\n"
+
+
+def test_until_of_no_time_is_refused_in_the_same_wording(dry_run_config):
+    args = ["--config", str(dry_run_config), "--clock", "simulated", "--until", "0"]
+    result = run("controller", "run", *args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "error: alloc controller run: --until: expected a duration above 0, got '0'\n"
+    )
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400", "Infinity"])
+def test_every_number_option_refuses_a_number_without_end_saying_a_finite_one_is_expected(value):
+    floats = [
+        (name, param, info.parser)
+        for name, callback in _commands(app)
+        for param, hint in typing.get_type_hints(callback, include_extras=True).items()
+        for info in typing.get_args(hint)[1:]
+        if isinstance(getattr(info, "parser", None), Number) and info.parser.kind is float
+    ]
+    assert len(floats) > 8, floats  # the walk found the commands' options
+    for name, param, parse in floats:
+        with pytest.raises(typer.BadParameter) as caught:
+            parse(value)
+        said = str(caught.value.message)
+        assert said.startswith("expected a finite number"), (name, param, said)
+        assert said.endswith(f", got {value!r}"), (name, param, said)
+
+
+def _duration_options() -> Iterator[tuple[tuple[str, ...], str]]:
+    """Every option of every command that takes a DURATION, with the command's words."""
+
+    def walk(group: Any, words: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+        ctx = typer.Context(group)
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            if hasattr(command, "list_commands"):
+                yield from walk(command, (*words, name))
+                continue
+            for param in command.params:
+                if getattr(param, "metavar", None) == "DURATION":
+                    yield (*words, name), max(param.opts, key=len)
+
+    yield from walk(typer.main.get_command(app), ())
+
+
+DURATIONS = list(_duration_options())
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e400"])
+@pytest.mark.parametrize(
+    ("words", "option"), DURATIONS, ids=[" ".join((*w, o)) for w, o in DURATIONS]
+)
+def test_every_duration_option_refuses_a_time_without_end_saying_a_finite_one_is_expected(
+    words, option, value, dry_run_config
+):
+    # What else each command needs for its options to be read.
+    needs = {
+        ("solve",): ["x.yaml"],
+        ("simulate",): ["--synthetic"],
+        ("whatif",): ["--synthetic"],
+        ("controller", "run"): ["--config", str(dry_run_config), "--clock", "simulated"],
+    }
+    assert len(DURATIONS) >= 15, DURATIONS
+    result = run(*words, *needs[words], option, value)
+    assert result.exit_code == 2, result.output
+    line = result.stderr.splitlines()[0]
+    assert line.startswith(f"error: alloc {' '.join(words)}: {option}: expected a finite duration")
+    assert line.endswith(f", got {value!r}"), line
+
+
+def test_a_share_without_end_is_refused_saying_a_finite_one_is_expected(dry_run_config):
+    result = run("budgets", "set", "nlp", "inf%", "--as", "me", "--config", str(dry_run_config))
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "error: alloc budgets set: SHARE: expected a finite percentage such as 35% or 35, "
+        "got 'inf%'\n"
+    )
+
+
+@pytest.mark.parametrize("value", ["6h", "nan"])
+def test_until_on_the_wall_clock_names_the_option_once_and_says_what_it_needs(
+    dry_run_config, value
+):
+    result = run("controller", "run", "--config", str(dry_run_config), "--until", value)
+    assert result.exit_code == 2, result.output
+    line = result.stderr.splitlines()[0]
+    assert line.count("--until") == 1, line
+    if value == "nan":  # the value is read first, whatever the clock
+        assert line.endswith("--until: expected a finite duration above 0, got 'nan'"), line
+    else:
+        assert line == (
+            "error: alloc controller run: --until: only with --clock simulated: it ends a dry "
+            "run at a time of the simulated clock"
+        )
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "usage"),
+    [
+        pytest.param(
+            ["queue"],
+            "INSTANCE: required, but not given (or, live, --config FILE)",
+            "alloc queue [OPTIONS] [INSTANCE]",
+            id="a bare queue",
+        ),
+        pytest.param(
+            ["explain", "good.yaml"],
+            "WORKLOAD: required, but not given: alloc explain INSTANCE WORKLOAD (or, live, "
+            "alloc explain --config FILE WORKLOAD)",
+            "alloc explain [OPTIONS] [INSTANCE] [WORKLOAD]",
+            id="explain without the workload",
+        ),
+        pytest.param(
+            ["explain"],
+            "INSTANCE: required, but not given: alloc explain INSTANCE WORKLOAD (or, live, "
+            "alloc explain --config FILE WORKLOAD)",
+            "alloc explain [OPTIONS] [INSTANCE] [WORKLOAD]",
+            id="a bare explain",
+        ),
+        pytest.param(
+            ["explain", "--config", "c.yaml"],
+            "WORKLOAD: required, but not given: alloc explain --config FILE WORKLOAD",
+            "alloc explain [OPTIONS] [INSTANCE] [WORKLOAD]",
+            id="a live explain without the workload",
+        ),
+        pytest.param(
+            ["simulate"],
+            "give --trace TRACE.csv or --synthetic",
+            "alloc simulate [OPTIONS] [LAB]",
+            id="a simulation of nothing",
+        ),
+        pytest.param(
+            ["whatif", "--trace", "t.csv"],
+            "LAB: required, but not given (or --synthetic for the built-in lab)",
+            "alloc whatif [OPTIONS] [LAB]",
+            id="a trace without its lab",
+        ),
+        pytest.param(
+            ["export", "p.json", "--to", "slurm", "--apply"],
+            "--config: required with --apply: the controller config of the cluster to act on "
+            "(without --apply nothing is run)",
+            "alloc export [OPTIONS] PLAN",
+            id="apply to no cluster",
+        ),
+    ],
+)
+def test_a_missing_argument_alloc_finds_is_followed_by_the_usage_as_typer_s_own_is(
+    args, message, usage
+):
+    """typer knows only arguments that are always required (`alloc solve` alone); those
+    required in one form of a command (`alloc queue INSTANCE` or `alloc queue --config FILE`)
+    are found by alloc and said the same way: the error, the usage line, where the help is."""
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    command = " ".join(["alloc", *args[:1]])
+    assert result.stderr.splitlines() == [
+        f"error: {command}: {message}",
+        f"Usage: {usage}",
+        f"See '{command} --help'.",
+    ]

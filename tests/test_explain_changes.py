@@ -387,8 +387,9 @@ def test_explain_with_a_config_and_no_workload_id_asks_for_the_workload_id(tmp_p
 
     result = CliRunner().invoke(app, ["explain", "--config", str(tmp_path / "controller.yaml")])
     assert result.exit_code == 2
-    assert "give the workload id: alloc explain --config FILE WORKLOAD" in result.stderr
-    assert "instance" not in result.output.lower()
+    error = result.stderr.splitlines()[0]  # then the usage line, which names both arguments
+    assert error.endswith("WORKLOAD: required, but not given: alloc explain --config FILE WORKLOAD")
+    assert "instance" not in error.lower()
 
 
 def test_the_readme_explain_example_is_what_explain_prints():

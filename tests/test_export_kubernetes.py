@@ -328,7 +328,7 @@ def test_the_command_writes_the_yaml_and_an_executable_script_into_a_folder(tmp_
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--cluster", "{cluster}"], "give the controller config of the Kubernetes cluster"),
+        (["--cluster", "{cluster}"], "--config: required with --to kubernetes: the controller"),
         (["--config", "{config}", "--cluster", "{cluster}", "--apply"], "leave out --cluster"),
         (["--config", "{config}", "--cluster", "{plan}"], "expected a List of objects"),
         (

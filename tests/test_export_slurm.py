@@ -341,7 +341,7 @@ budgets: {{name: lab, children: [{{name: a, share: 100%}}]}}
         ),
         pytest.param(
             ["{plan}", "--to", "slurm", "--apply"],
-            "--apply: give --config",
+            "--config: required with --apply",
             id="--apply without --config",
         ),
         pytest.param(

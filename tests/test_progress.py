@@ -6,6 +6,7 @@ a row per run first, per team only with --teams, every row one line in 80 column
 from __future__ import annotations
 
 import io
+import json
 import re
 import subprocess
 import sys
@@ -32,7 +33,8 @@ LINE = re.compile(
     r"^progress (?P<label>\S+)(?: \(run (?P<i>\d+) of (?P<n>\d+)\))?: "
     r"(?P<reached>\d+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?) of "
     r"(?P<total>\d+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?) simulated "
-    r"\((?P<pct>\d+)%\), (?P<rounds>[\d,]+) rounds? \((?P<full>[\d,]+) full\), "
+    r"\((?P<pct>\d+)%\), (?P<rounds>[\d,]+) rounds? \((?P<full>[\d,]+) full rounds?, "
+    r"(?P<passes>[\d,]+) event pass(?:es)?\), "
     r"(?:(?P<rate>[\d.]+) simulated h/s, (?P<round_rate>[\d.]+) rounds/s, )?"
     r"elapsed (?P<elapsed>\d+:\d\d)"
     r"(?:, ETA (?P<eta>\d+:\d\d|unknown)|(?P<stopping>; stopping after the current round))$"
@@ -45,7 +47,8 @@ READING = re.compile(
 DURATION = r"\d+ (?:s|min|h|d)(?: \d+ (?:s|min|h))?"
 WRITING = re.compile(
     rf"^progress (?P<label>\S+)(?: \(run \d+ of \d+\))?: (?:{DURATION} simulated|stopped "
-    rf"after {DURATION} of {DURATION} simulated \(\d+%\)), [\d,]+ rounds? \([\d,]+ full\) in "
+    rf"after {DURATION} of {DURATION} simulated \(\d+%\)), [\d,]+ rounds? \([\d,]+ full "
+    r"rounds?, [\d,]+ event pass(?:es)?\) in "
     r"\d+:\d\d; writing the (?:partial )?report \.\.\.$"
 )
 
@@ -91,6 +94,23 @@ def test_without_a_terminal_simulate_prints_progress_lines_at_the_pace_asked(tmp
     assert any(m["rate"] and m["eta"] != "unknown" for m in matches)  # once a second passed
 
 
+def test_the_rounds_of_the_progress_line_are_those_metrics_json_counts(tmp_path):
+    """The progress line counts both kinds of rounds, metrics.json's `rounds` only full ones:
+    each kind is named the same in both (`full_rounds`, `event_passes`), and `rounds` is
+    still `full_rounds` for what read metrics.json before."""
+    out = tmp_path / "out"
+    args = ["simulate", "--synthetic", "--days", "0.05", "--policy", "greedy", "--out", out]
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    last = WRITING.match(result.stderr.splitlines()[-1])
+    assert last, result.stderr
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["rounds"] == m["full_rounds"] > 0 and m["event_passes"] > 0
+    total = m["full_rounds"] + m["event_passes"]
+    assert f" {total:,} rounds ({m['full_rounds']:,} full rounds, " in last.string
+    assert f"{m['event_passes']:,} event passes) in " in last.string
+
+
 def test_progress_lines_can_be_turned_off(tmp_path):
     trace = tmp_path / "trace.csv"
     trace.write_text(
@@ -130,21 +150,23 @@ def test_a_run_line_says_how_far_how_fast_and_how_long_to_go():
     assert run.text(103.5) == "reading its inputs, elapsed 0:04"  # no round yet
     run.update(105.0, 0.0, 1, 0)
     assert run.text(105.5) == (
-        "0 s of 2 d simulated (0%), 1 round (1 full), elapsed 0:06, ETA unknown"
+        "0 s of 2 d simulated (0%), 1 round (1 full round, 0 event passes), elapsed 0:06, "
+        "ETA unknown"
     )
     run.update(110.0, 43200.0, 120, 900)  # half a day in 5 s
     run.update(120.0, 86400.0, 240, 1800)  # and another in 10 s
     # A simulated day in the 15 s since the first round: 1.6 simulated hours and 135.9 rounds
     # a second; a day to go: 15 s. The elapsed time counts the reading too.
     assert run.text(120.0) == (
-        "1 d of 2 d simulated (50%), 2,040 rounds (240 full), 1.60 simulated h/s, "
+        "1 d of 2 d simulated (50%), 2,040 rounds (240 full rounds, 1,800 event passes), "
+        "1.60 simulated h/s, "
         "135.9 rounds/s, elapsed 0:20, ETA 0:15"
     )
     assert run.short(120.0) == "1 d of 2 d, 2,040 rounds, 1.60 sim h/s, ETA 0:15"
     # Once a stop is asked: no rates nor ETA, the run ends after its current round.
     assert run.text(120.0, stopping=True) == (
-        "1 d of 2 d simulated (50%), 2,040 rounds (240 full), elapsed 0:20; stopping after the "
-        "current round"
+        "1 d of 2 d simulated (50%), 2,040 rounds (240 full rounds, 1,800 event passes), "
+        "elapsed 0:20; stopping after the current round"
     )
     assert run.short(120.0, stopping=True) == (
         "1 d of 2 d, 2,040 rounds, stopping after the current round"
@@ -152,12 +174,13 @@ def test_a_run_line_says_how_far_how_fast_and_how_long_to_go():
     # The simulation over: what it simulated, in how long, whole or stopped before its end.
     run.update(125.0, 2 * 86400.0, 300, 2000)
     assert run.written(125.0) == (
-        "2 d simulated, 2,300 rounds (300 full) in 0:25; writing the report ..."
+        "2 d simulated, 2,300 rounds (300 full rounds, 2,000 event passes) in 0:25; writing "
+        "the report ..."
     )
     run.update(125.0, 1.5 * 86400.0, 300, 2000)
     assert run.written(125.0) == (
-        "stopped after 1 d 12 h of 2 d simulated (75%), 2,300 rounds (300 full) in 0:25; "
-        "writing the partial report ..."
+        "stopped after 1 d 12 h of 2 d simulated (75%), 2,300 rounds (300 full rounds, 2,000 "
+        "event passes) in 0:25; writing the partial report ..."
     )
 
 
@@ -209,7 +232,7 @@ def test_the_lines_stop_when_the_simulation_does_and_one_says_the_report_is_writ
     assert len(lines) == printed  # nothing more
     assert lines[-1] == (
         "progress base/greedy (run 1 of 2): stopped after 2 h of 1 d simulated (8%), 42 rounds "
-        "(12 full) in 0:00; writing the partial report ..."
+        "(12 full rounds, 30 event passes) in 0:00; writing the partial report ..."
     )
     assert WRITING.match(lines[-1])
 

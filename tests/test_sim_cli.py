@@ -589,7 +589,7 @@ def test_a_scenario_that_lacks_a_budget_the_trace_uses_is_bad_input(files, tmp_p
 @pytest.mark.parametrize(
     ("text", "named"),
     [
-        ("budgets: [1, 2\n", [":2", "YAML"]),
+        ("budgets: [1, 2\n", [":1:", "YAML"]),  # the one line: the list it leaves open
         (SCENARIO.replace("share: 20%", "share: 70%"), [":4", "budgets.children", "150%"]),
         ("policy: {lookback: forever}\n" + SCENARIO, [":1", "policy.lookback"]),
         (SCENARIO + "bogus: 1\n", [":11", "bogus"]),

@@ -294,6 +294,9 @@ def test_the_command_writes_the_trace_and_the_lab_and_credits_philly(tmp_path):
     assert result.exit_code == 0, result.output
     assert "3 jobs imported" in result.stdout and "1 duration 0" in result.stdout
     assert PHILLY_ATTRIBUTION in result.stdout
+    # what was written is the command's result: on stdout, as solve and generate say theirs
+    assert result.stdout.splitlines()[-2:] == [f"trace written to {trace}", f"lab written to {lab}"]
+    assert "written" not in result.stderr
     assert "CC BY 4.0" in lab.read_text()
     loaded = load_instance(lab)
     assert len(read_trace(trace, budgets=loaded.budgets)) == 3

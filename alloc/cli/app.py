@@ -17,8 +17,16 @@ import typer
 from rich.markup import escape
 
 from alloc.cli.commands import Command, Group
-from alloc.cli.common import check_writable, err, flush_stdout, guarded, out, write_atomically
-from alloc.cli.params import number, whole
+from alloc.cli.common import (
+    MissingInput,
+    check_writable,
+    flush_stdout,
+    guarded,
+    out,
+    say_written,
+    write_atomically,
+)
+from alloc.cli.params import number, seconds, whole
 from alloc.cli.plans import (
     check_solver,
     checked_plan,
@@ -84,20 +92,13 @@ def solve(
 ) -> None:
     """Solve one round and print its summary (and write the plan with -o)."""
     from alloc.io import dump_plan, load_instance
-    from alloc.io.durations import parse_duration
     from alloc.round import RoundOptions, solve_round
     from alloc.summary import summarize
 
     def act() -> None:
         check_solver(solver)
-        limit = None
-        if time_limit is not None:
-            try:
-                limit = parse_duration(time_limit)
-            except ValueError as exc:
-                raise InputError("--time-limit", "", str(exc)) from None
-            if not limit:  # no time to solve in: every round would be a fallback
-                raise InputError("--time-limit", "", f"must be above 0, got {time_limit!r}")
+        # above 0: with no time to solve in, every round would be a fallback
+        limit = seconds("--time-limit", time_limit, above=0.0)
         if output is not None:
             check_writable("--output", output)
         snapshot = load_instance(instance)
@@ -112,7 +113,7 @@ def solve(
 
         render_solve(out, str(instance), plan, summarize(result.context, plan), depth)
         if output is not None:
-            out.print(f"plan written to {output}", markup=False)
+            say_written("plan", output)
 
     guarded(act)
 
@@ -181,10 +182,8 @@ def explain(
         check_solver(solver)
         if config is not None:
             if instance is None:  # the one argument is the workload id
-                raise InputError(
-                    "alloc explain",
-                    "WORKLOAD",
-                    "give the workload id: alloc explain --config FILE WORKLOAD",
+                raise MissingInput(
+                    "WORKLOAD", "required, but not given: alloc explain --config FILE WORKLOAD"
                 )
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
@@ -194,12 +193,10 @@ def explain(
             wanted = instance
         else:
             if instance is None or workload is None:
-                raise InputError(
-                    "",
-                    "",
-                    f"give {'the workload id' if instance else 'the instance and the workload id'}:"
-                    " alloc explain INSTANCE WORKLOAD (or, live, alloc explain --config FILE "
-                    "WORKLOAD)",
+                raise MissingInput(
+                    "WORKLOAD" if instance else "INSTANCE",
+                    "required, but not given: alloc explain INSTANCE WORKLOAD (or, live, "
+                    "alloc explain --config FILE WORKLOAD)",
                 )
             snapshot, source, wanted = load_instance(instance), instance, workload
         if wanted not in snapshot.by_id:
@@ -306,7 +303,7 @@ def generate(
             sys.stdout.write(text)
         else:
             write_atomically(output, text)
-            err.print(f"instance written to {output}", markup=False)
+            say_written("instance", output)
 
     guarded(act)
 

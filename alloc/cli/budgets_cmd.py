@@ -12,18 +12,21 @@ from typing import Annotated
 import typer
 
 from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path
-from alloc.cli.commands import Command
+from alloc.cli.commands import Command, Subcommands
 from alloc.cli.common import guarded, out
 from alloc.cli.tables import print_table
 from alloc.io import InputError
-from alloc.readable import number
+from alloc.readable import natural_key, number
 
 # Names and owners may be narrowed on a narrow console.
 NAME = ((1, 10),)
 OWNERS = ((1, 16),)
 
 budgets_app = typer.Typer(
-    rich_markup_mode=None, no_args_is_help=True, help="Show and change budget shares."
+    cls=Subcommands,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    help="Show and change budget shares.",
 )
 ConfigOpt = Annotated[
     Path, typer.Option("--config", metavar="FILE", help="Controller config YAML.")
@@ -70,7 +73,7 @@ def show(config: ConfigOpt) -> None:
                     "  " * depth + name,
                     f"{tree.node(path).share:.1%}",
                     f"{tree.effective_allocation(path):.2%}",
-                    ", ".join(sorted(owners_of(tree, path))) or "-",
+                    ", ".join(sorted(owners_of(tree, path), key=natural_key)) or "-",
                     number(usage, 1),
                 ]
             )

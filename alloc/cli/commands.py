@@ -14,7 +14,8 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from alloc.cli.common import bad_input, on_the_command_line, stdout_closed
+from alloc.cli.common import MissingInput, bad_input, on_the_command_line, stdout_closed
+from alloc.cli.params import as_written
 from alloc.io.errors import InputError
 
 # click's UsageError, the class of typer's own complaints about a command line (a bad value,
@@ -59,24 +60,70 @@ SUMMARIES: dict[str, str] = {
 }
 
 
+# U+2011, a non-breaking hyphen: what the help formatter wraps in place of "-" (see _Formatter)
+_HYPHEN = "\u2011"
+
+
+# click's Context and HelpFormatter, as typer vendors them (typer._click is private; a command
+# class names them)
+_ClickContext: Any = TyperCommand.context_class
+_ClickFormatter: Any = _ClickContext.formatter_class
+
+
+class _Formatter(_ClickFormatter):
+    """click's help formatter, except that it never breaks a line after a hyphen: Python's
+    textwrap does (`break_on_hyphens`, which click leaves on), so `(read-only)` became
+    `(read-` and `only)` and `running-protected` was cut in two. Each "-" is wrapped as a
+    non-breaking hyphen of the same width and written back as "-"."""
+
+    def write(self, string: str) -> None:
+        super().write(string.replace(_HYPHEN, "-"))
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        super().write_usage(prog, _unbroken(args), prefix)
+
+    def write_text(self, text: str) -> None:
+        super().write_text(_unbroken(text))
+
+    def write_dl(self, rows: Any, *args: Any, **kwargs: Any) -> None:
+        super().write_dl([(first, _unbroken(second)) for first, second in rows], *args, **kwargs)
+
+
+def _unbroken(text: str) -> str:
+    return text.replace("-", _HYPHEN)
+
+
+class _Context(_ClickContext):
+    formatter_class = _Formatter
+
+
 class Command(TyperCommand):
     """A command whose help reads as git's and click's: its arguments named in capitals, in
     the usage line (`alloc explain [OPTIONS] INSTANCE [WORKLOAD]`; typer 0.29 writes
     `{instance}`, braces that read as a set of choices) and under Arguments (without typer's
-    `<path>`), and each option followed by the metavar it declares (`--hosts N`)."""
+    `<path>`), each option followed by the metavar it declares (`--hosts N`), numbers shown as
+    a person writes them (`[default: 30]`, not typer's `30.0`: `as_written`), and no line of
+    it broken at a hyphen (`_Formatter`)."""
+
+    context_class = _Context
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for param in self.params:
             if isinstance(param, TyperArgument) and param.metavar is None:
                 param.metavar = (param.name or "").upper()
+            if isinstance(param.default, float):  # read by its parser (alloc.cli.params)
+                param.default = as_written(param.default)
 
     def invoke(self, ctx: Any) -> Any:
-        """Run the command; bad input it finds is said with the command's name (`bad_input`)."""
+        """Run the command; bad input it finds is said with the command's name (`bad_input`),
+        and what the command line lacks (MissingInput) then with its usage, as typer's own
+        missing argument is (`_say_usage_error`)."""
         try:
             return super().invoke(ctx)
         except InputError as exc:
-            bad_input(str(exc), ctx.command_path if on_the_command_line(exc) else "")
+            more = usage_lines(ctx) if isinstance(exc, MissingInput) else []
+            bad_input(str(exc), ctx.command_path if on_the_command_line(exc) else "", more)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -142,7 +189,14 @@ class _Commands(MutableMapping[str, Any]):
         return sum(1 for _ in self)
 
 
-class Group(TyperGroup):
+class Subcommands(TyperGroup):
+    """The group of a command with subcommands (`alloc controller`, `alloc trace`, `alloc
+    budgets`): its help written as its commands' is (`Command`)."""
+
+    context_class = _Context
+
+
+class Group(Subcommands):
     """alloc's top-level group (`typer.Typer(cls=Group)`). Every command runs inside it, so a
     closed stdout is answered here, once (`alloc.cli.common.stdout_closed`: exit 141, quietly;
     typer's own answer is exit 1, an internal error for alloc): while the group reads its
@@ -183,6 +237,12 @@ class Group(TyperGroup):
             formatter.write_dl(rows)
 
 
+def usage_lines(ctx: Any) -> list[str]:
+    """What follows an error about the shape of a command line: the usage line and where the
+    help is (`See 'alloc solve --help'.`), as git writes them."""
+    return [ctx.get_usage(), f"See '{ctx.command_path} --help'."]
+
+
 def _say_usage_error(exc: Any) -> None:
     """typer's complaint about a command line, in alloc's form (`alloc.cli.common.bad_input`):
     `error: alloc generate: --hosts: expected a whole number of at least 1, got '1.5'`, where
@@ -194,7 +254,7 @@ def _say_usage_error(exc: Any) -> None:
         raise exc
     ctx = exc.ctx
     command = ctx.command_path if ctx is not None else "alloc"
-    usage = [ctx.get_usage(), f"See '{command} --help'."] if ctx is not None else []
+    usage = usage_lines(ctx) if ctx is not None else []
     if isinstance(exc, typer.BadParameter):
         param, hint = exc.param, exc.param_hint
         if param is None:

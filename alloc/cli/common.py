@@ -26,6 +26,7 @@ from alloc.printable import shown
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_STDOUT_CLOSED",
+    "MissingInput",
     "bad_input",
     "check_writable",
     "console",
@@ -35,6 +36,7 @@ __all__ = [
     "on_the_command_line",
     "out",
     "say_replaced",
+    "say_written",
     "table_width",
     "write_atomically",
 ]
@@ -139,6 +141,18 @@ def bad_input(message: str, command: str = "", more: Iterable[str] = ()) -> NoRe
     raise typer.Exit(2)
 
 
+class MissingInput(InputError):
+    """What a command line lacks that typer cannot know is needed (an argument that is
+    optional in one form of the command, `alloc queue [INSTANCE]` or `--config`; an option
+    another option needs): said as other bad input on the command line is, then followed by
+    the usage line, as typer's own `required, but not given` is (`alloc.cli.commands`).
+    `name`: the argument (INSTANCE) or the option (--config), or "" for a choice of them."""
+
+    def __init__(self, name: str, message: str = "required, but not given") -> None:
+        option = name.startswith("-")
+        super().__init__(name if option else "", "" if option else name, message)
+
+
 def on_the_command_line(exc: InputError) -> bool:
     """Whether `exc` is about the command line rather than a file: its `file` is then the
     option (`--levels`) or empty (how options go together, an argument: its `field`)."""
@@ -176,6 +190,14 @@ def check_writable(option: str, path: Path, folder: bool = False, existing: bool
         raise InputError(option, "", f"cannot write {path}: {parent} is a file")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(option, "", f"cannot write {path}: {parent} is not writable")
+
+
+def say_written(what: str, path: Path) -> None:
+    """A file a command wrote (`plan written to plan.json`): on stdout, as what the command
+    produced (its result; the data itself went into the file), where diagnostics (`replacing
+    ...`, warnings, progress) go to stderr. Every command that writes a file with -o says so
+    here, in these words."""
+    out.print(f"{what} written to {path}", markup=False, highlight=False, soft_wrap=True)
 
 
 def replaced_by_run(folder: Path, names: Iterable[str]) -> str | None:

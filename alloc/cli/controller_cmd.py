@@ -13,14 +13,15 @@ from typing import Annotated
 
 import typer
 
-from alloc.cli.commands import Command
+from alloc.cli.commands import Command, Subcommands
 from alloc.cli.common import err, guarded, out
-from alloc.cli.params import whole
+from alloc.cli.params import seconds, whole
 from alloc.io import InputError
 from alloc.printable import shown
 from alloc.readable import count, duration
 
 controller_app = typer.Typer(
+    cls=Subcommands,
     rich_markup_mode=None,
     no_args_is_help=True,
     help="Run alloc as a controller beside a cluster manager.",
@@ -60,6 +61,14 @@ def run(
             "trace's start, e.g. 6h or 2d.",
         ),
     ] = None,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="With --clock simulated: the summary lists every budget node's delivered/owed "
+            "(else, when the teams do not fit one line, the top level and the lowest teams).",
+        ),
+    ] = False,
     controller_id: Annotated[
         str | None,
         typer.Option(
@@ -83,7 +92,7 @@ def run(
     def act() -> None:
         settings = load_controller_config(config)
         kind = executor or settings.executor
-        until_s = _simulated_options(clock, until, kind, config)
+        until_s = _simulated_options(clock, until, kind, config, wide)
         cluster = executor_for(settings, kind)
         dry = None
         if clock == "simulated":
@@ -191,19 +200,31 @@ def run(
             lease.release()
             store.close()
         if dry is not None:
-            for line in dry.summary(metrics, settings.budgets, rounds):
+            for line in dry.summary(metrics, settings.budgets, rounds, wide):
                 out.print(shown(line), markup=False, highlight=False)
 
     guarded(act)
 
 
-def _simulated_options(clock: str, until: str | None, kind: str, config: Path) -> float | None:
-    """--clock and --until checked before anything is opened or written; --until in seconds."""
+def _simulated_options(
+    clock: str, until: str | None, kind: str, config: Path, wide: bool = False
+) -> float | None:
+    """--clock, --until and --wide checked before anything is opened or written; --until in
+    seconds."""
     if clock not in ("wall", "simulated"):
         raise InputError("--clock", "", f"expected wall or simulated, got {clock!r}")
+    until_s = seconds("--until", until, above=0.0)
     if clock == "wall":
         if until is not None:
-            raise InputError("--until", "", "--until is simulated time: give --clock simulated")
+            raise InputError(
+                "--until",
+                "",
+                "only with --clock simulated: it ends a dry run at a time of the simulated clock",
+            )
+        if wide:
+            raise InputError(
+                "--wide", "", "only with --clock simulated: it widens a dry run's summary"
+            )
         return None
     if kind != "sim":
         raise InputError(
@@ -212,14 +233,4 @@ def _simulated_options(clock: str, until: str | None, kind: str, config: Path) -
             f"a simulated clock is the simulated cluster's: it needs the sim executor, and "
             f"{config} runs executor {kind} (use --executor sim, or --clock wall)",
         )
-    if until is None:
-        return None
-    from alloc.io.durations import parse_duration
-
-    try:
-        until_s = parse_duration(until)
-    except ValueError as exc:
-        raise InputError("--until", "", str(exc)) from None
-    if until_s <= 0:
-        raise InputError("--until", "", "expected a duration above 0, e.g. 6h")
     return until_s

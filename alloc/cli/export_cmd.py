@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.common import check_writable, err, guarded, out, write_atomically
+from alloc.cli.common import MissingInput, check_writable, err, guarded, out, write_atomically
 from alloc.cli.export_k8s import export_kubernetes
 from alloc.io.errors import InputError
 from alloc.readable import count, counted
@@ -91,11 +91,10 @@ def export(
             known = " or ".join(EXPORTERS)
             raise InputError("--to", "", f"expected {known}, got {to!r}")
         if apply and config is None:
-            raise InputError(
-                "--apply",
-                "",
-                "give --config CONTROLLER.yaml: the cluster to act on (without --apply "
-                "nothing is run)",
+            raise MissingInput(
+                "--config",
+                "required with --apply: the controller config of the cluster to act on "
+                "(without --apply nothing is run)",
             )
         if output is not None:
             check_writable("--output", output, folder=True, existing=True)

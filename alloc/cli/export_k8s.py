@@ -9,7 +9,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from alloc.cli.common import check_writable, err, out, write_atomically
+from alloc.cli.common import MissingInput, check_writable, err, out, write_atomically
 from alloc.io import InputError
 from alloc.printable import shown
 from alloc.readable import count, counted
@@ -34,10 +34,10 @@ def export_kubernetes(request: ExportRequest) -> int:
     from alloc.io.controller_config import load_controller_config
 
     if request.config is None:
-        raise InputError(
+        raise MissingInput(
             "--config",
-            "",
-            "give the controller config of the Kubernetes cluster: a plan names workloads, "
+            "required with --to kubernetes: the controller config of the Kubernetes cluster: "
+            "a plan names workloads, "
             "the cluster their pods (add --cluster FILE to read `kubectl get nodes,pods,jobs,"
             "configmaps,poddisruptionbudgets -A -o json` output instead of the API)",
         )

@@ -25,7 +25,7 @@ from alloc.cli.common import guarded, out, table_width
 from alloc.cli.queue_table import REASONS
 from alloc.cli.tables import print_table
 from alloc.printable import shown
-from alloc.readable import count
+from alloc.readable import count, natural_key
 
 if TYPE_CHECKING:
     from alloc.domain import Snapshot, WorkloadId
@@ -167,7 +167,9 @@ def status(
             now_s = snapshot.now.timestamp()
             decided = [
                 [w.id, *last_decided(last[w.id], now_s)]
-                for w in sorted(snapshot.workloads, key=lambda w: (not w.running, w.id))
+                for w in sorted(
+                    snapshot.workloads, key=lambda w: (not w.running, natural_key(w.id))
+                )
                 if w.id in last
             ]
             out.print()
@@ -200,7 +202,7 @@ def status(
         say(f"running: {running}", width)
         for line in recorded_at(load_controller_config(config).state_url):
             say(shown(line), width)
-        for job, why in sorted(notes.items()):  # as the cluster wrote them
+        for job, why in sorted(notes.items(), key=lambda n: natural_key(n[0])):  # as written
             say(f"{shown(job)}: {shown(why)}", width)
 
     guarded(act)

@@ -1,4 +1,5 @@
-"""The values of numeric options (and of `trace import`'s choice), checked in alloc's words.
+"""The values of numeric options (numbers, whole numbers, durations; and `trace import`'s
+choice), checked in alloc's words, one wording for all of them.
 
 typer 0.29 checks an option's type and its `min`/`max` with pydantic (typer/_adapters.py,
 `build_leaf_adapter`; typer/_coercion.py passes pydantic's first message on), so a bad value
@@ -6,14 +7,22 @@ read `Invalid value for '--days': Input should be greater than or equal to 0.001
 should be a valid integer, unable to parse string as an integer`. An option's `parser` takes
 the place of that check, so each numeric option is declared here with a parser that says what
 was expected and what was given, as alloc's other bad-input messages do, and refuses what no
-count or fraction can be (nan, inf):
+count or fraction can be (nan, inf, and 1e400, which reads as inf), saying a finite number is
+expected:
 
     error: alloc simulate: --days: expected a number above 0, got '0'
+    error: alloc simulate: --days: expected a finite number above 0, got '1e400'
 
-typer raises it as a usage error (exit 2), which alloc's command group says in the form of all
-bad input (`alloc.cli.commands`). `min` and `max` are passed on to typer too, which then only
-shows them in `--help` (`[default: 128; x>=1]`); a bound that excludes its value (`above`) is
-said in the help text. Each option is shown with a metavar (`--hosts N`), not typer's type.
+A duration option (`--time-limit 10s`) is read by `seconds` in the same words (`expected a
+duration above 0, got '0'`, `expected a finite duration above 0, got 'inf'`), raised as bad
+input of that option.
+
+typer raises the parser's complaint as a usage error (exit 2), which alloc's command group says
+in the form of all bad input (`alloc.cli.commands`). `min` and `max` are passed on to typer
+too, which then only shows them in `--help` (`[default: 128; x>=1]`, `0<=x<=1`: numbers as a
+person writes them, `as_written`, as the defaults are: `alloc.cli.commands.Command`); a bound
+that excludes its value (`above`) is said in the help text. Each option is shown with a
+metavar (`--hosts N`), not typer's type.
 """
 
 from __future__ import annotations
@@ -25,13 +34,43 @@ from typing import Any, TypeVar
 
 import typer
 
-__all__ = ["Choice", "Number", "choice", "number", "whole"]
+__all__ = ["Choice", "Number", "as_written", "choice", "number", "seconds", "whole"]
 
 E = TypeVar("E", bound=Enum)
 
 
+def as_written(value: float) -> int | float:
+    """A number as a person writes it: 30 for 30.0, 0.5 as is (`--help` shows defaults and
+    bounds so, not as Python's repr of a float)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _shown(bound: float) -> str:
     return f"{bound:g}"
+
+
+def _bounds(min: float | None = None, max: float | None = None, above: float | None = None) -> str:
+    """The bounds of a value, after its noun: ` from 0 to 1`, ` above 0`, ` of at least 1`."""
+    if min is not None and max is not None:
+        return f" from {_shown(min)} to {_shown(max)}"
+    if above is not None:
+        most = f" and at most {_shown(max)}" if max is not None else ""
+        return f" above {_shown(above)}{most}"
+    if min is not None:
+        return f" of at least {_shown(min)}"
+    if max is not None:
+        return f" of at most {_shown(max)}"
+    return ""
+
+
+def _not_finite(text: str) -> bool:
+    """Whether `text` is a number without end or no number at all (inf, -inf, nan, 1e400)."""
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,25 +83,17 @@ class Number:
     max: float | None = None
     above: float | None = None  # the least value, excluded
 
-    def wanted(self) -> str:
-        """What the option takes: `a whole number of at least 1`, `a number from 0 to 1`."""
-        noun = "a whole number" if self.kind is int else "a number"
-        if self.min is not None and self.max is not None:
-            return f"{noun} from {_shown(self.min)} to {_shown(self.max)}"
-        if self.above is not None:
-            return f"{noun} above {_shown(self.above)}" + (
-                f" and at most {_shown(self.max)}" if self.max is not None else ""
-            )
-        if self.min is not None:
-            return f"{noun} of at least {_shown(self.min)}"
-        if self.max is not None:
-            return f"{noun} of at most {_shown(self.max)}"
-        return noun
+    def wanted(self, finite: bool = False) -> str:
+        """What the option takes: `a whole number of at least 1`, `a number from 0 to 1`;
+        `a finite number above 0` (`finite`) for a value without end (inf, nan)."""
+        noun = "a whole number" if self.kind is int else "a finite number" if finite else "a number"
+        return noun + _bounds(self.min, self.max, self.above)
 
     def __call__(self, value: Any) -> int | float:
         found = self._read(value)
         if found is None or not self._within(found):
-            raise typer.BadParameter(f"expected {self.wanted()}, got {str(value)!r}")
+            endless = self.kind is float and _not_finite(str(value))
+            raise typer.BadParameter(f"expected {self.wanted(endless)}, got {str(value)!r}")
         return found
 
     def _read(self, value: Any) -> int | float | None:
@@ -132,7 +163,31 @@ def number(
     if above is not None:
         help = f"{help.rstrip('.')} (above {_shown(above)})."
     parse = Number(float, min, max, above)
-    return typer.Option(*names, parser=parse, min=min, max=max, help=help, metavar=metavar, **more)
+    low, high = (None if b is None else as_written(b) for b in (min, max))
+    return typer.Option(*names, parser=parse, min=low, max=high, help=help, metavar=metavar, **more)
+
+
+def seconds(
+    option: str, text: str | None, *, min: float = 0.0, above: float | None = None
+) -> float | None:
+    """A duration option's value in seconds (None when not given), within its bounds, in the
+    words of `Number`: `--time-limit: expected a duration above 0, got '0'`; bad input of
+    `option` (an InputError) otherwise."""
+    if text is None:
+        return None
+    from alloc.io.durations import parse_duration
+    from alloc.io.errors import InputError
+
+    bounds = _bounds(None if above is not None or not min else min, None, above)
+    if _not_finite(text):
+        raise InputError(option, "", f"expected a finite duration{bounds}, got {text!r}")
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise InputError(option, "", str(exc)) from None
+    if value < min or (above is not None and value <= above):
+        raise InputError(option, "", f"expected a duration{bounds}, got {text!r}")
+    return value
 
 
 def choice(kind: type[E], *, help: str, **more: Any) -> Any:

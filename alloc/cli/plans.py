@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from alloc.io.errors import InputError
-from alloc.readable import counted
+from alloc.readable import counted, natural_key
 
 if TYPE_CHECKING:
     from alloc.domain import Plan, Snapshot
@@ -83,7 +83,7 @@ def check_solver(solver: str | None) -> None:
 
 def same_instance(snapshot: Snapshot, plan: Plan, path: Path) -> None:
     """A plan about workloads the instance lacks belongs to another instance: bad input."""
-    unknown = sorted({d.workload for d in plan.decisions} - set(snapshot.by_id))
+    unknown = sorted({d.workload for d in plan.decisions} - set(snapshot.by_id), key=natural_key)
     if unknown:
         raise InputError(
             str(path),

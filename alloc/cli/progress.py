@@ -2,15 +2,17 @@
 stays the command's output. With a terminal: a live display (rich), one bar per run. Without
 one (CI, nohup, a log file): one line per running run every `interval_s` of wall time, e.g.
 
-    progress greedy: 10 h 6 min of 1 d simulated (42%), 1,532 rounds (87 full), 0.91 simulated
-    h/s, 19.0 rounds/s, elapsed 0:28, ETA 0:45
+    progress greedy: 10 h 6 min of 1 d simulated (42%), 1,532 rounds (87 full rounds, 1,445
+    event passes), 0.91 simulated h/s, 19.0 rounds/s, elapsed 0:28, ETA 0:45
 
 (one line). Rates and the ETA are taken over the last minute of wall time (a simulation's
-pace changes as its cluster fills), rounds count full rounds and event passes. After a
+pace changes as its cluster fills); rounds count both kinds, full rounds and event passes,
+each named as metrics.json names it (`full_rounds`, `event_passes`). After a
 Ctrl-C the line says the run is stopping instead of giving rates and an ETA. When a run's
 simulation is over its lines stop, and one line says its files are being written:
 
-    progress greedy: 1 d simulated, 2,236 rounds (288 full) in 0:58; writing the report ...
+    progress greedy: 1 d simulated, 2,236 rounds (288 full rounds, 1,948 event passes) in
+    0:58; writing the report ...
 
 (live: the run's bar says so). A run reports through the callables `ProgressDisplay.reporter`
 and `ProgressDisplay.writer` give: the simulation calls the first after every instant of
@@ -30,7 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from alloc.printable import shown
-from alloc.readable import count, counted
+from alloc.readable import counted
 from alloc.report.fmt import duration
 
 if TYPE_CHECKING:
@@ -100,7 +102,10 @@ class RunState:
 
     @property
     def rounds_text(self) -> str:
-        return f"{counted(self.rounds + self.passes, 'round')} ({count(self.rounds)} full)"
+        """`1,532 rounds (87 full rounds, 1,445 event passes)`."""
+        full = counted(self.rounds, "full round")
+        passes = counted(self.passes, "event pass", "event passes")
+        return f"{counted(self.rounds + self.passes, 'round')} ({full}, {passes})"
 
     def text(self, now: float, stopping: bool = False) -> str:
         """The run's progress without its label: reached / total, rounds, rates, times; once

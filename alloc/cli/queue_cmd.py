@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.common import err, guarded, table_width
+from alloc.cli.common import MissingInput, err, guarded, table_width
 from alloc.cli.plans import check_solver, checked_plan
 from alloc.io.errors import InputError
 from alloc.printable import shown
+from alloc.readable import natural_key
 
 if TYPE_CHECKING:
     from alloc.domain import BudgetPath, BudgetTree, Plan, Snapshot, WorkloadId
@@ -108,7 +109,7 @@ def queue(
             if not _can_write(ELLIPSIS):  # a log in a legacy encoding: one column still
                 text = text.replace(ELLIPSIS, "*")
             sys.stdout.write(text)
-        for job, why in sorted(notes.items()):
+        for job, why in sorted(notes.items(), key=lambda n: natural_key(n[0])):
             note = f"note: {shown(job)}: {shown(why)}"  # as the cluster wrote them
             err.print(note, markup=False, highlight=False, soft_wrap=True)
 
@@ -186,7 +187,7 @@ def _snapshot(
         snapshot, notes = live_with_notes(config)
         return snapshot, f"the cluster of {config}", dict(notes)
     if instance is None:
-        raise InputError("", "", "give INSTANCE (or --config CONTROLLER.yaml)")
+        raise MissingInput("INSTANCE", "required, but not given (or, live, --config FILE)")
     return load_instance(instance), str(instance), {}
 
 

@@ -179,7 +179,10 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         ),
         ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
         ("invariant violations", count(m["invariant_violations"])),
-        ("full rounds (skipped as quiet)", f"{count(m['rounds'])} ({count(m['skipped_rounds'])})"),
+        (
+            "full rounds (skipped as quiet)",
+            f"{count(m.get('full_rounds', m['rounds']))} ({count(m['skipped_rounds'])})",
+        ),
         (
             "event passes (skipped as quiet)",
             f"{count(m.get('event_passes', 0))} ({count(m.get('skipped_passes', 0))})",

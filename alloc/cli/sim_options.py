@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from alloc.cli.common import check_writable, console
-from alloc.cli.params import number, whole
-from alloc.io.durations import parse_duration
+from alloc.cli.common import MissingInput, check_writable, console
+from alloc.cli.params import number, seconds, whole
 from alloc.io.errors import InputError
 from alloc.io.limits import read_input
 
@@ -61,16 +60,7 @@ ProgressEveryOpt = Annotated[
 
 def progress_interval(text: str) -> float | None:
     """--progress-every in seconds; None for 0 (no progress lines)."""
-    return _duration("--progress-every", text) or None
-
-
-def _duration(option: str, text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise InputError(option, "", str(exc)) from None
+    return seconds("--progress-every", text) or None
 
 
 def check_policy(name: str, option: str = "--policy") -> str:
@@ -96,7 +86,9 @@ def base_spec(
     from alloc.io import dump_instance
     from alloc.sim.run import RunSpec, load_inputs
 
-    if (trace is None) == (not synthetic):
+    if trace is None and not synthetic:
+        raise MissingInput("", "give --trace TRACE.csv or --synthetic")
+    if trace is not None and synthetic:
         raise InputError("", "", "give exactly one of --trace TRACE.csv or --synthetic")
     if synthetic and options.get("start_s"):
         raise InputError(
@@ -104,7 +96,9 @@ def base_spec(
         )
     if lab is None:
         if not synthetic:
-            raise InputError("", "", "give a LAB.yaml, or --synthetic for the built-in lab")
+            raise MissingInput(
+                "LAB", "required, but not given (or --synthetic for the built-in lab)"
+            )
         from alloc.sim.synthetic import SyntheticLab, synthetic_lab
 
         built, _ = synthetic_lab(SyntheticLab(days=days, seed=seed))
@@ -162,29 +156,21 @@ def sim_options(
             f"expected events (event passes between full rounds) or full (a full round on "
             f"every event), got {rounds!r}",
         )
-    interval = _duration("--round-interval", round_interval)
-    if not interval:
-        raise InputError("--round-interval", "", "the periodic round needs an interval above 0")
-    mtbf_s = _duration("--mtbf", mtbf)
-    if mtbf is not None and not mtbf_s:
-        raise InputError(
-            "--mtbf", "", "a mean time between failures is above 0 (omit it for no failures)"
-        )
-    limit = _duration("--time-limit", time_limit)
-    if time_limit is not None and not limit:
-        raise InputError("--time-limit", "", f"must be above 0, got {time_limit!r}")
+    interval = seconds("--round-interval", round_interval, above=0.0)
+    mtbf_s = seconds("--mtbf", mtbf, above=0.0)  # omitted: no failures
+    limit = seconds("--time-limit", time_limit, above=0.0)
     if ledger != ":memory:":
         _check_new_ledger(Path(ledger))
     return {
         "round_interval_s": interval,
-        "min_round_gap_s": _duration("--min-round-gap", min_round_gap),
-        "checkpoint_interval_s": _duration("--checkpoint", checkpoint),
+        "min_round_gap_s": seconds("--min-round-gap", min_round_gap),
+        "checkpoint_interval_s": seconds("--checkpoint", checkpoint),
         "mtbf_h": mtbf_s / 3600.0 if mtbf_s else None,
-        "repair_h": (_duration("--repair", repair) or 0.0) / 3600.0,
+        "repair_h": (seconds("--repair", repair) or 0.0) / 3600.0,
         "host_events": str(host_events) if host_events else None,
         "time_limit_s": limit,
         "ledger": ledger,
-        "start_s": _duration("--start", start) or 0.0,
+        "start_s": seconds("--start", start) or 0.0,
         "legacy_top": legacy[0],
         "legacy_cap": legacy[1],
         "rounds": rounds,
@@ -213,7 +199,8 @@ def _check_new_ledger(path: Path) -> None:
 
 OutOpt = Annotated[Path, typer.Option(metavar="DIR", help="Output folder.")]
 RoundIntervalOpt = Annotated[
-    str, typer.Option(metavar="DURATION", help="Time between two periodic full rounds.")
+    str,
+    typer.Option(metavar="DURATION", help="Time between two periodic full rounds (above 0)."),
 ]
 MinRoundGapOpt = Annotated[
     str,
@@ -251,7 +238,7 @@ MtbfOpt = Annotated[
     str | None,
     typer.Option(
         metavar="DURATION",
-        help="Mean time between failures of a host (e.g. 60d); off by default.",
+        help="Mean time between failures of a host (e.g. 60d; above 0); off by default.",
     ),
 ]
 RepairOpt = Annotated[str, typer.Option(metavar="DURATION", help="Repair time of a drained host.")]

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.commands import Command
-from alloc.cli.common import check_writable, err, guarded, out, write_atomically
+from alloc.cli.commands import Command, Subcommands
+from alloc.cli.common import check_writable, guarded, out, say_written, write_atomically
 from alloc.cli.params import choice, number, whole
 from alloc.io.errors import InputError
 from alloc.printable import shown
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the trace readers load when the command runs
     from alloc.traces import ImportSummary
 
 trace_app = typer.Typer(
+    cls=Subcommands,
     rich_markup_mode=None,
     add_completion=False,
     no_args_is_help=True,
@@ -121,9 +122,9 @@ def import_trace(
                 raise
         for line in summary_lines(kind.value, result.summary):
             out.print(shown(line), markup=False, highlight=False, soft_wrap=True)
-        err.print(f"trace written to {output}", markup=False)
+        say_written("trace", output)
         if lab is not None:
-            err.print(f"lab written to {lab}", markup=False)
+            say_written("lab", lab)
 
     guarded(act)
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from alloc.domain import ROOT_PATH, BudgetNode, BudgetPath, BudgetTree
 from alloc.io.shares import ONE, exact, over_100, percent_text
+from alloc.readable import natural_key
 
 
 class GovernanceError(ValueError):
@@ -39,7 +40,7 @@ def check_change(tree: BudgetTree, path: BudgetPath, share: float | Decimal, use
     parent = BudgetPath(path.rsplit("/", 1)[0]) if "/" in path else ROOT_PATH
     allowed = owners_of(tree, parent)
     if user not in allowed:
-        who = ", ".join(sorted(allowed)) or "nobody (the config names no owners)"
+        who = ", ".join(sorted(allowed, key=natural_key)) or "nobody (the config names no owners)"
         raise GovernanceError(
             f"{user!r} does not own {parent or 'the root'}; who may change {path}: {who}"
         )
@@ -72,7 +73,9 @@ def with_shares(tree: BudgetTree, shares: Mapping[BudgetPath, float]) -> BudgetT
         total = over_100(changed.node(c).share for c in changed.children(parent))
         if total is not None:
             kept = ", ".join(
-                f"{p} {percent_text(s)}" for p, s in sorted(shares.items()) if p in changed
+                f"{p} {percent_text(s)}"
+                for p, s in sorted(shares.items(), key=lambda ps: natural_key(ps[0]))
+                if p in changed
             )
             raise GovernanceError(
                 f"the shares of {parent or 'the root'}'s children sum to {percent_text(total)} "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -20,9 +21,9 @@ from alloc.adapters.simcluster import SimCluster
 from alloc.controller.loop import RoundOutcome
 from alloc.controller.metrics import ControllerMetrics
 from alloc.controller.state import StateStore
-from alloc.domain import BudgetTree
+from alloc.domain import ROOT_PATH, BudgetPath, BudgetTree
 from alloc.io import InputError
-from alloc.readable import counted
+from alloc.readable import count, counted, natural_key
 from alloc.report.fmt import duration, pct
 from alloc.sim.clock import SimulatedClock
 
@@ -113,9 +114,14 @@ class DryRun:
         return self.why_over
 
     def summary(
-        self, metrics: ControllerMetrics, budgets: BudgetTree, rounds: int | None = None
+        self,
+        metrics: ControllerMetrics,
+        budgets: BudgetTree,
+        rounds: int | None = None,
+        wide: bool = False,
     ) -> list[str]:
-        """What the run did, and each team's delivered over owed as /metrics has it."""
+        """What the run did, and the teams' delivered over owed as /metrics has it (in 80
+        columns, or every budget node's with `wide`: `delivered_over_owed_lines`)."""
         span = self.clock.t_s - self.began_s
         wall = time.perf_counter() - self.wall_began
         n = sum(self.rounds.values())
@@ -135,14 +141,73 @@ class DryRun:
             f"{self.started} started, "
             f"{self.preempted} preempted",
         ]
-        teams = []
-        for path in budgets.leaves():
+        ratios = {}
+        for path in budgets.paths():
             value = metrics.registry.get_sample_value("alloc_delivered_over_owed", {"budget": path})
             if value is not None:
-                teams.append(f"{path} {'-' if math.isnan(value) else pct(value)}")
-        if teams:
-            lines.append("delivered/owed: " + ", ".join(teams))
-        return lines
+                ratios[path] = value
+        return lines + delivered_over_owed_lines(ratios, budgets, wide)
+
+
+SUMMARY_WIDTH = 80  # the summary's lines fit a terminal of 80 columns (and a log's line)
+LOWEST = 5  # the most teams named as the lowest
+
+
+def delivered_over_owed_lines(
+    ratios: Mapping[BudgetPath, float], budgets: BudgetTree, wide: bool = False
+) -> list[str]:
+    """Delivered over owed (`ratios`, NaN: owed nothing, `-`) for people: every team on one
+    line when that fits in 80 columns (`delivered/owed: nlp/olmo 100.0%, vision 98.2%`);
+    else the top-level nodes, the lowest teams and where the rest is (a lab's 169 nodes
+    made a line of 4,000 characters), each line in 80 columns:
+
+        delivered/owed: nlp 93.2%, vision 96.3%, robotics 100.0%, science 100.0%
+        lowest: nlp/team1/r3 0.0%, nlp/team7/r1 20.0%, nlp/team2/r3 25.0%
+        (150 teams, 40 owed nothing: every budget node with --wide, or on /metrics)
+
+    With `wide`, every budget node's, a line each, in the tree's order."""
+
+    def said(path: BudgetPath) -> str:
+        value = ratios[path]
+        return f"{path} {'-' if math.isnan(value) else pct(value)}"
+
+    teams = [p for p in budgets.leaves() if p in ratios]
+    if not teams:
+        return []
+    if wide:
+        nodes = [p for p in budgets.paths() if p in ratios]
+        return ["delivered/owed of every budget node:", *(f"  {said(p)}" for p in nodes)]
+    whole = "delivered/owed: " + ", ".join(said(p) for p in teams)
+    if len(whole) <= SUMMARY_WIDTH:
+        return [whole]
+    top = [said(p) for p in budgets.children(ROOT_PATH) if p in ratios]
+    owed = sorted(
+        (p for p in teams if not math.isnan(ratios[p])),
+        key=lambda p: (ratios[p], natural_key(p)),
+    )
+    nothing = len(teams) - len(owed)
+    lowest = _fitted("lowest: ", [said(p) for p in owed[:LOWEST]], more=False)
+    return [
+        _fitted("delivered/owed: ", top),
+        lowest if owed else "lowest: none, no team was owed anything",
+        f"({count(len(teams))} teams"
+        + (f", {count(nothing)} owed nothing" if nothing else "")
+        + ": every budget node with --wide, or on /metrics)",
+    ]
+
+
+def _fitted(head: str, items: list[str], more: bool = True) -> str:
+    """`head` and as many of `items` as fit in SUMMARY_WIDTH (at least one), then, with
+    `more`, `+N more` for those left out."""
+    shown: list[str] = []
+    for item in items:
+        rest = len(items) - len(shown) - 1
+        tail = f", +{count(rest)} more" if rest and more else ""
+        if shown and len(head + ", ".join([*shown, item]) + tail) > SUMMARY_WIDTH:
+            break
+        shown.append(item)
+    rest = len(items) - len(shown)
+    return head + ", ".join(shown) + (f", +{count(rest)} more" if rest and more else "")
 
 
 def offset(seconds: float) -> str:

@@ -16,7 +16,7 @@ from alloc.controller.lease import ROW, db_now, leadership
 from alloc.controller.state import StateStore
 from alloc.controller.tables import actions, decisions, rounds, runs
 from alloc.domain import Action, Reason
-from alloc.readable import counted
+from alloc.readable import counted, natural_key
 from alloc.report.fmt import duration
 
 
@@ -89,7 +89,13 @@ def recorded(store: StateStore) -> list[str]:
         f"{done.get('start', 0)}, preemptions {done.get('preempt', 0) - down}"
         + (f", and apart {down} as hosts went into maintenance" if down else ""),
         f"ledger: {counted(ran, 'run')} ({running} running); charged "
-        "GPU-hours: " + (", ".join(f"{b} {h:,.1f}" for b, h in sorted(charged.items())) or "none"),
+        "GPU-hours: "
+        + (
+            ", ".join(
+                f"{b} {h:,.1f}" for b, h in sorted(charged.items(), key=lambda c: natural_key(c[0]))
+            )
+            or "none"
+        ),
     ]
     return lines + fault_lines(store)
 

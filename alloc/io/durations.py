@@ -39,6 +39,8 @@ def _seconds_of(text: str) -> float:
         return sum(float(n) * _UNITS[u] for n, u in _PART.findall(text.lower()))
     if re.fullmatch(r"\s*\d+(\.\d+)?([eE][+-]?\d+)?\s*", text):
         return float(text)  # seconds; YAML reads 1e9 as a string
+    if text.strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
+        return float(text)  # refused by parse_duration as not finite, as 1e400 is
     raise ValueError(f"expected a duration such as 90s, 15m, 8h or 7d, got {text!r}")
 
 

@@ -37,7 +37,9 @@ def parse_fraction(value: object) -> Decimal:
             )
     else:
         raise ValueError(f"expected {_EXAMPLE}, got {value!r}")
-    if not number.is_finite() or not 0 <= number <= 100:
+    if not number.is_finite():  # inf, nan: no share of anything
+        raise ValueError(f"expected a finite {_EXAMPLE.removeprefix('a ')}, got {value!r}")
+    if not 0 <= number <= 100:
         raise ValueError(f"a share is between 0% and 100% of the parent's, got {value!r}")
     return number.scaleb(-2)
 

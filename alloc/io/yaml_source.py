@@ -194,9 +194,8 @@ class _Reader:
                 self.text, self.file, _characters(self.text, exc.position), exc.character
             ) from None
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            raise InputError(self.file, "", f"not valid YAML: {_problem(exc)}", line) from None
+            line, message = _syntax_error(exc, self.text)
+            raise InputError(self.file, "", message, line) from None
         finally:
             loader.dispose()
 
@@ -299,6 +298,81 @@ def _characters(text: str, offset: int) -> int:
 def _short(tag: str) -> str:
     """A tag as it is written in a file: tag:yaml.org,2002:python/object -> !!python/object."""
     return tag.replace("tag:yaml.org,2002:", "!!", 1)
+
+
+def _syntax_error(exc: yaml.YAMLError, text: str) -> tuple[int | None, str]:
+    """The line (1-based) of YAML that does not parse, and what is wrong there. The parser
+    says where it gave up (`problem_mark`), which is not always the line to mend:
+
+    - at the end of the file (a quote, list or mapping never closed), it is the line after
+      the last, which no editor shows: the line where what is unclosed opens (the
+      `context_mark`: `while scanning a quoted scalar`), else the file's last line;
+    - a key without its colon (`now 2026-11-30`) is read on as text up to the next line's
+      colon: `could not find expected ':'` (at the next line; the key's line is the
+      context's) or `mapping values are not allowed` (at the next line's colon, when the
+      key is the first of its mapping): the line where that text starts, the key's.
+
+    What the parser was reading is said after the problem, with its line when that is
+    another: `did not find expected ',' or ']' (in a flow sequence from line 3)`."""
+    problem_mark = getattr(exc, "problem_mark", None)
+    context_mark = getattr(exc, "context_mark", None)
+    context = str(getattr(exc, "context", None) or "")
+    problem = _problem(exc)
+    last = _last_line(text)
+    line = problem_mark.line + 1 if problem_mark is not None else None
+    opened = context_mark.line + 1 if context_mark is not None else None
+    if line is not None and line > last:  # the end of the file
+        line = opened if opened is not None and opened <= last else last
+    elif context == "while scanning a simple key" and opened is not None:
+        line = opened
+    elif problem.startswith("mapping values are not allowed") and line is not None:
+        line = min(line, _plain_text_start(text) or line)
+    message = f"not valid YAML: {problem}"
+    what = _READING.get(context.split(" a ", 1)[-1].split(" an ", 1)[-1], "")
+    if what:
+        if opened is not None and opened != line and opened <= last:
+            what += f" from line {opened}"
+        message += f" (in {what})"
+    return line, message
+
+
+# What the parser was reading (its `context`, `while parsing a flow sequence`), in the words
+# of alloc's messages.
+_READING = {
+    "quoted scalar": "a quoted value",
+    "plain scalar": "a value",
+    "block scalar": "a block of text",
+    "simple key": "a key",
+    "flow sequence": "a [...] list",
+    "flow mapping": "a {...} mapping",
+    "flow node": "a value",
+    "block mapping": "a mapping",
+    "block collection": "a list",
+    "block node": "a value",
+    "anchor": "an anchor",
+    "alias": "an alias",
+    "tag": "a tag",
+    "directive": "a directive",
+}
+
+
+def _last_line(text: str) -> int:
+    """The number of the file's last line that holds anything (1 for an empty file)."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").rstrip("\n").split("\n")
+    return max(1, len(lines))
+
+
+def _plain_text_start(text: str) -> int | None:
+    """The line (1-based) where the last unquoted text before a YAML scanner's error starts:
+    the key written without its colon that the scanner read on into the next line."""
+    last = None
+    try:
+        for token in yaml.scan(text, Loader=_Parser):
+            if isinstance(token, yaml.ScalarToken) and token.plain:
+                last = token
+    except yaml.YAMLError:
+        pass
+    return last.start_mark.line + 1 if last is not None else None
 
 
 def _problem(exc: Exception) -> str:

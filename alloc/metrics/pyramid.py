@@ -52,6 +52,7 @@ from typing import Any
 from alloc.domain import BudgetPath, Reason
 from alloc.io.durations import format_time
 from alloc.metrics.quantiles import nearest_rank, summary
+from alloc.readable import natural_key
 from alloc.sim.engine import SimResult
 from alloc.sim.jobs import SimJob
 
@@ -217,7 +218,7 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
     down = [p for p in r.preemptions if p.reason == HOST_MAINTENANCE]
     preempted_by_team = Counter(p.budget for p in own)
     down_by_team = Counter(p.budget for p in down)
-    for leaf in sorted(funded):
+    for leaf in sorted(funded, key=natural_key):  # teams in natural order: r2 before r10
         i = impact(result, leaf)
         owed_all += i.owed
         got_all += i.within
@@ -247,8 +248,12 @@ def metrics(result: SimResult, policy: str, seed: int) -> dict[str, Any]:
         "partial": result.partial,
         "simulated_days": round(result.horizon_s / 86400.0, 6),
         **({"stopped_at": _stopped_at(result)} if result.partial else {}),
-        "rounds": result.rounds,  # full rounds run
+        # The rounds run, each kind by its name (the progress line's "rounds" are both).
+        # "rounds" is "full_rounds" under its first name, kept for the files and scripts
+        # that read it.
+        "full_rounds": result.rounds,
         "event_passes": result.passes,
+        "rounds": result.rounds,
         "round_model": result.config.rounds,
         "skipped_rounds": result.skipped_rounds,
         "skipped_passes": result.skipped_passes,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from alloc.io.files import atomic_path, write_atomically
+from alloc.readable import natural_key
 from alloc.report.data import CLASSES, Run, fnum, load_run
 from alloc.report.fmt import count, duration, pct, signed, signed_duration
 
@@ -175,7 +176,7 @@ def compare(
     if len(baseline) != len(runs) or any(not 0 <= b <= i for i, b in enumerate(baseline)):
         raise ValueError(f"each run's baseline is itself or an earlier run: {baseline}")
     loaded = [load_run(folder) for _, folder in runs]
-    teams = sorted({t for run in loaded for t in run.team_metrics})
+    teams = sorted({t for run in loaded for t in run.team_metrics}, key=natural_key)
     return Comparison(labels, loaded, teams, baseline, list(not_run or []))
 
 

@@ -8,6 +8,7 @@ from matplotlib.figure import Figure
 
 from alloc.io.files import write_atomically
 from alloc.printable import shown
+from alloc.readable import natural_key
 from alloc.report.compare import COUNTS, OVERALL_KEYS, TEAM_KEYS, TOLERANCE, WORST, Comparison
 from alloc.report.data import CLASSES, fnum
 from alloc.report.fmt import (
@@ -45,7 +46,7 @@ def _shown_teams(c: Comparison) -> list[str]:
         ratios = [(c.team(team, i) or {}).get("delivered_over_owed") for i in range(len(c.runs))]
         return min((r for r in ratios if r is not None), default=2.0)
 
-    chosen = set(sorted(c.teams, key=lambda t: (lowest(t), t))[:BARS])
+    chosen = set(sorted(c.teams, key=lambda t: (lowest(t), natural_key(t)))[:BARS])
     return [t for t in c.teams if t in chosen]
 
 

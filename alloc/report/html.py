@@ -8,6 +8,7 @@ from typing import Any
 
 from alloc.io.files import write_atomically
 from alloc.metrics.quantiles import nearest_rank
+from alloc.readable import natural_key
 from alloc.report.data import CLASSES, Run, fnum, load_run, num
 from alloc.report.fmt import (
     Cell,
@@ -156,7 +157,9 @@ def _teams(run: Run) -> str:
     if not teams:
         return '<p class="muted">No funded teams.</p>'
     rows: list[list[Cell]] = []
-    for team in sorted(teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 2), t)):
+    for team in sorted(
+        teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 2), natural_key(t))
+    ):
         t = teams[team]
         ratio = _val(t, "delivered_over_owed")  # None: owed nothing
         tone = "" if ratio is None else "bad" if ratio < 0.9 else "good" if ratio >= 0.98 else ""

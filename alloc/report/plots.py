@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 from alloc.io.files import atomic_path
 from alloc.printable import shown
+from alloc.readable import natural_key
 from alloc.report.data import CLASSES, PLOTS, Run, fnum, load_run, num
 from alloc.report.fmt import count, counted, duration, pct
 
@@ -167,7 +168,9 @@ def _delivered_vs_owed(run: Run) -> Figure:
         return _placeholder(fig, fig.add_subplot(), title, "no funded teams in this run")
     left, right = fig.subplots(1, 2, sharey=True, width_ratios=(3, 2))
     # Teams owed nothing (no ratio) last: they got all of nothing.
-    order = sorted(teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 2.0), t))
+    order = sorted(
+        teams, key=lambda t: (fnum(teams[t].get("delivered_over_owed"), 2.0), natural_key(t))
+    )
     order = order[:n]
     if len(teams) > n:
         title = f"{title}: the {n} furthest below what they were owed, of {count(len(teams))}"
@@ -289,15 +292,20 @@ def _fairshare(run: Run) -> Figure:
     if not series:
         return _placeholder(fig, ax, title, "no funded teams in this run")
     steps = {team: _steps(*hr) for team, hr in series.items()}  # a ratio holds for its hour
-    named = sorted(series)
+    named = sorted(series, key=natural_key)
     if len(series) > NAMED:
         # The teams furthest from their share on average are named; the others are grey.
         def off(team: str) -> float:
             ratios = series[team][1]
             return sum(abs(r - 1.0) for r in ratios) / len(ratios)
 
-        named = sorted(sorted(series, key=lambda t: (-off(t), t))[:NAMED])
-        others = [list(zip(*steps[t], strict=True)) for t in sorted(set(series) - set(named))]
+        named = sorted(
+            sorted(series, key=lambda t: (-off(t), natural_key(t)))[:NAMED], key=natural_key
+        )
+        others = [
+            list(zip(*steps[t], strict=True))
+            for t in sorted(set(series) - set(named), key=natural_key)
+        ]
         ax.add_collection(
             LineCollection(
                 others,
