@@ -20,7 +20,7 @@ from alloc.domain import (
     path_prefixes,
 )
 from alloc.policy.fairshare import ratio as ratio_of
-from alloc.readable import count, counted, gpus
+from alloc.readable import count, counted, gpus, natural_key
 from alloc.report.fmt import ratio
 from alloc.solve.context import RoundContext
 
@@ -224,7 +224,7 @@ def _counted_work(
             out.append((held, w, how))
         elif w.id in share.entitled and share.rank[w.id] < mine:
             out.append((w.gpus, w, f"entitled, {count(share.rank[w.id] + 1)} in the order"))
-    return sorted((o for o in out if o[0]), key=lambda o: (-o[0], o[1].id))
+    return sorted((o for o in out if o[0]), key=lambda o: (-o[0], natural_key(o[1].id)))
 
 
 def granted_ratios(ctx: RoundContext, wid: WorkloadId) -> tuple[float, ...]:
