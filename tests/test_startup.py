@@ -80,6 +80,14 @@ def test_schema_prints_its_shipped_copy_without_building_the_models():
     assert "alloc.io.schema" not in _modules_of_command("schema")
 
 
+def test_a_command_without_options_loads_no_pydantic():
+    """typer coerces each option through pydantic; its own --help (None unless given) is
+    taken as the flag it is, so `alloc schema` and `alloc --help` start without pydantic."""
+    for argv in (("schema",), ("--help",), ("schema", "--help"), ("controller", "--help")):
+        loaded = _modules_of_command(*argv)
+        assert "pydantic" not in {name.split(".")[0] for name in loaded}, argv
+
+
 def test_the_list_of_commands_loads_none_of_their_modules():
     """`alloc --help` lists every command from alloc.cli.commands.SUMMARIES."""
     assert OTHERS.isdisjoint(_modules_of_command("--help"))

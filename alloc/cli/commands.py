@@ -12,7 +12,7 @@ from importlib import import_module
 from typing import Any
 
 import typer
-from typer.core import TyperArgument, TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from alloc.cli.common import MissingInput, bad_input, on_the_command_line, stdout_closed
 from alloc.cli.params import as_written
@@ -97,6 +97,23 @@ class _Context(_ClickContext):
     formatter_class = _Formatter
 
 
+class _HelpOption(TyperOption):
+    """typer's `--help`, its value taken as the flag it is. typer 0.29 coerces every
+    parameter's value through a pydantic TypeAdapter, this option's None too: that alone
+    imported pydantic (~0.15 s of start-up) into commands that need none (`alloc schema`)."""
+
+    def process_value(self, ctx: Any, value: Any) -> Any:
+        value = bool(value)
+        return self.callback(ctx, self, value) if self.callback is not None else value
+
+
+def _plain_help(option: Any) -> Any:
+    """The help option typer made, as a `_HelpOption` (made once per command and cached)."""
+    if type(option) is TyperOption:
+        option.__class__ = _HelpOption
+    return option
+
+
 class Command(TyperCommand):
     """A command whose help reads as git's and click's: its arguments named in capitals, in
     the usage line (`alloc explain [OPTIONS] INSTANCE [WORKLOAD]`; typer 0.29 writes
@@ -106,6 +123,9 @@ class Command(TyperCommand):
     it broken at a hyphen (`_Formatter`)."""
 
     context_class = _Context
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _plain_help(super().get_help_option(ctx))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -194,6 +214,9 @@ class Subcommands(TyperGroup):
     budgets`): its help written as its commands' is (`Command`)."""
 
     context_class = _Context
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _plain_help(super().get_help_option(ctx))
 
 
 class Group(Subcommands):
