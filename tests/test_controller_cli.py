@@ -6,31 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sim2 import write_lab
 from typer.testing import CliRunner
 
 from alloc.cli.app import app
 from alloc.controller import StateStore
 from alloc.io.controller_config import state_url
 
-LAB = """\
-now: 2026-11-30T00:00:00Z
-cluster:
-  name: sim2
-  hosts:
-    - {name: h1, gpus: 8, gpu_type: h100, block: b1, rack: r1}
-    - {name: h2, gpus: 8, gpu_type: h100, block: b1, rack: r1}
-budgets:
-  name: lab
-  children: [{name: nlp, share: 50%}, {name: vision, share: 50%}]
-"""
-# Two 8-GPU hosts. nlp's a and b (8 GPUs each, 10 h) start at once; vision's c arrives at
-# 30 min and waits: nlp holds everything, protected for 1 h.
-TRACE = """\
-id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology
-a,nlp,8,0,36000,3600,true,0,
-b,nlp,8,0,36000,3600,true,0,
-c,vision,8,1800,3600,1800,true,0,
-"""
 CONFIG = """\
 name: sim2
 executor: sim
@@ -47,8 +29,7 @@ sim: {{lab: lab.yaml, trace: trace.csv, cluster: cluster.db, step: 15m}}
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    (tmp_path / "lab.yaml").write_text(LAB)
-    (tmp_path / "trace.csv").write_text(TRACE)
+    write_lab(tmp_path)
     path = tmp_path / "controller.yaml"
     path.write_text(CONFIG.format(state=tmp_path / "state.db"))
     return path

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from sim2 import write_lab
 from typer.testing import CliRunner
 
 from alloc.cli.app import app
@@ -20,28 +21,11 @@ from alloc.io.controller_config import load_controller_config
 from alloc.solve.validate import validate
 
 H = 3600.0
-LAB = """\
-now: 2026-11-30T00:00:00Z
-cluster:
-  name: sim2
-  hosts:
-    - {name: h1, gpus: 8, gpu_type: h100, block: b1, rack: r1}
-    - {name: h2, gpus: 8, gpu_type: h100, block: b1, rack: r1}
-budgets:
-  name: lab
-  children: [{name: nlp, share: 50%}, {name: vision, share: 50%}]
-"""
-# Two 8-GPU hosts, half each to nlp and vision. nlp's a and b (10 h of work each, protected
+# The lab and trace of tests/sim2.py: nlp's a and b (10 h of work each, protected
 # 1 h) start at once; vision's c (1 h, protected 30 min) arrives at 30 min and waits: nlp's
 # work is protected. The full round at 1 h rebalances (vision is owed half): b is preempted,
 # keeping its hour of work (checkpoints every hour), and c starts. c ends at 2 h, when the
 # full round restarts b; a ends at 10 h, b at 2 h + 9 h = 11 h: the trace is done.
-TRACE = """\
-id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology
-a,nlp,8,0,36000,3600,true,0,
-b,nlp,8,0,36000,3600,true,0,
-c,vision,8,1800,3600,1800,true,0,
-"""
 CONFIG = """\
 name: sim2
 executor: sim
@@ -81,8 +65,7 @@ ROUNDS = [  # (seconds from the lab's now, kind, started, preempted)
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    (tmp_path / "lab.yaml").write_text(LAB)
-    (tmp_path / "trace.csv").write_text(TRACE)
+    write_lab(tmp_path)
     path = tmp_path / "controller.yaml"
     path.write_text(CONFIG.format(state=tmp_path / "state.db"))
     return path

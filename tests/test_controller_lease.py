@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pg_local import require_postgres
 from prometheus_client import generate_latest
+from sim2 import LAB, write_lab
 from sqlalchemy import update
 from typer.testing import CliRunner
 
@@ -27,17 +28,6 @@ from alloc.io import parse_instance
 from alloc.io.controller_config import load_controller_config
 from alloc.io.trace_csv import read_trace
 
-LAB = """\
-now: 2026-11-30T00:00:00Z
-cluster:
-  name: sim2
-  hosts:
-    - {name: h1, gpus: 8, gpu_type: h100, block: b1, rack: r1}
-    - {name: h2, gpus: 8, gpu_type: h100, block: b1, rack: r1}
-budgets:
-  name: lab
-  children: [{name: nlp, share: 50%}, {name: vision, share: 50%}]
-"""
 # Four 8-GPU jobs on two hosts: each round starts what fits and the cluster moves 15 minutes.
 TRACE = """\
 id,budget,gpus,submitted,runtime,min_runtime,resumable,priority,topology
@@ -227,8 +217,7 @@ def test_status_shows_the_leader_and_who_held_the_lease_last(tmp_path):
 
 
 def test_alloc_status_names_the_controller_that_last_led(tmp_path):
-    (tmp_path / "lab.yaml").write_text(LAB)
-    (tmp_path / "trace.csv").write_text(TRACE)
+    write_lab(tmp_path, TRACE)
     config = tmp_path / "controller.yaml"
     config.write_text(
         "name: sim2\nexecutor: sim\ninterval: 0.01\nstate: sqlite:///state.db\n"
