@@ -19,7 +19,8 @@ from alloc.adapters.slurm.commands import SlurmCommands, env_from_file
 # shape (a cluster of one's own, started with its own SLURM_LOCAL_DIR and ports)
 PLAIN = Path(os.environ.get("ALLOC_TEST_SLURM_PLAIN") or "/var/lib/slurm-local")
 # h100-a, h100-b (8 x h100) and a100-a, a100-b (4 x a100); started by .ci/run beside the first
-TYPED = Path("/var/lib/slurm-local-typed")
+# (ALLOC_TEST_SLURM_TYPED names another folder of that shape)
+TYPED = Path(os.environ.get("ALLOC_TEST_SLURM_TYPED") or "/var/lib/slurm-local-typed")
 
 
 def slurm_env(folder: Path) -> dict[str, str] | None:
