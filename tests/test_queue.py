@@ -513,10 +513,10 @@ def test_ids_keep_both_ends_and_paths_keep_their_leaf(text, width, short):
 
 
 def test_live_queue_reads_the_cluster_and_ledger_of_a_controller_config(tmp_path):
-    from test_controller_cli import CONFIG, LAB, TRACE
+    from sim2 import write_lab
+    from test_controller_cli import CONFIG
 
-    (tmp_path / "lab.yaml").write_text(LAB)
-    (tmp_path / "trace.csv").write_text(TRACE)
+    write_lab(tmp_path)
     config = tmp_path / "controller.yaml"
     config.write_text(CONFIG.format(state=tmp_path / "state.db"))
     ran = run("controller", "run", "--config", config, "--rounds", "3")
