@@ -356,3 +356,24 @@ def test_status_counts_preemptions_for_host_maintenance_apart_from_the_plans_own
     assert "carried out: starts 2, preemptions 0, and apart 1 as hosts went into maintenance" in (
         text
     )
+
+
+@pytest.mark.parametrize("command", ["status", "queue", "explain", "solve"])
+@pytest.mark.parametrize("solver", ["gurobi", "GREEDY"])
+def test_every_command_with_solver_says_an_unknown_solver_is_bad_input(config, command, solver):
+    """One check of `--solver` for every command (status once reached the round with it and
+    said `internal error: ValueError`)."""
+    args = ["--config", config] if command in ("status", "queue") else [config.parent / "lab.yaml"]
+    if command == "explain":
+        args.append("a")
+    result = alloc(command, *args, "--solver", solver)
+    assert result.exit_code == 2, result.output
+    assert f"--solver: expected milp or greedy, got '{solver}'" in result.stderr
+    assert "internal error" not in result.output
+
+
+def test_the_cli_knows_the_solvers_the_round_knows():
+    from alloc.cli.params import SOLVER_NAMES
+    from alloc.round import SOLVERS
+
+    assert SOLVER_NAMES == SOLVERS

@@ -22,6 +22,7 @@ from alloc.cli.columns import (
     wrap,
 )
 from alloc.cli.common import guarded, out, table_width
+from alloc.cli.params import solver_option
 from alloc.cli.queue_table import REASONS
 from alloc.cli.tables import print_table
 from alloc.printable import shown
@@ -135,9 +136,7 @@ def status(
     config: Annotated[
         Path, typer.Option("--config", metavar="FILE", help="Controller config YAML.")
     ],
-    solver: Annotated[
-        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
-    ] = None,
+    solver: Annotated[str | None, solver_option()] = None,
 ) -> None:
     """The queue in the round's order, with what this round would do with each workload and
     the fair-share ratios along its budget path: why work waits (read-only)."""

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alloc.cli.common import MissingInput, err, guarded, table_width
-from alloc.cli.plans import check_solver, checked_plan
+from alloc.cli.params import solver_option
+from alloc.cli.plans import checked_plan
 from alloc.io.errors import InputError
 from alloc.printable import shown
 from alloc.readable import natural_key
@@ -40,9 +41,7 @@ def queue(
             metavar="FILE", help="Controller config: the live cluster and ledger instead of a file."
         ),
     ] = None,
-    solver: Annotated[
-        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
-    ] = None,
+    solver: Annotated[str | None, solver_option()] = None,
     sort: Annotated[
         str | None,
         typer.Option(
@@ -84,7 +83,6 @@ def queue(
     from alloc.queue import SORT_KEYS, queue_rows, select, sort_rows
 
     def act() -> None:
-        check_solver(solver)
         _one_of("--format", output_format, FORMATS)
         if sort is not None:
             _one_of("--sort", sort, SORT_KEYS)
