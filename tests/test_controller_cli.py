@@ -57,10 +57,12 @@ def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_p
     assert "#: place in the queue, in the round's order; -: blocked, no place this round" in (
         status.stdout
     )
-    assert "running: 2 kept" in status.stdout
+    assert "running: 2 workloads; this round keeps 2" in status.stdout
     # Which kind of round last decided each workload: here, full rounds (no event came).
     assert "full round" in last and "15 min ago" in last and "wait (no_room)" in last
-    assert "running: 2 kept (last decided: 2 by a full round)" in status.stdout
+    assert "running: 2 workloads; this round keeps 2 (last decided: 2 by a full round)" in (
+        status.stdout
+    )
     why = alloc("explain", "--config", config, "c")
     assert why.exit_code == 0, why.stderr
     assert why.stdout.startswith("c: wait")
@@ -352,7 +354,7 @@ def test_status_counts_preemptions_for_host_maintenance_apart_from_the_plans_own
     status = alloc("status", "--config", config)
     assert status.exit_code == 0, status.stderr
     text = " ".join(status.stdout.split())
-    assert "running: 1 preempted as its host went into maintenance" in text
+    assert "running: 1 workload; this round preempts 1 as their host went into maintenance" in text
     assert "carried out: starts 2, preemptions 0, and apart 1 as hosts went into maintenance" in (
         text
     )
@@ -377,3 +379,49 @@ def test_the_cli_knows_the_solvers_the_round_knows():
     from alloc.round import SOLVERS
 
     assert SOLVER_NAMES == SOLVERS
+
+
+def test_status_counts_work_a_round_started_that_the_ledger_has_not_seen_yet(config, tmp_path):
+    """The ledger opens a run when a round sees it running, the round after its start: right
+    after the first round status says so rather than `0 runs (0 running)` alone."""
+    assert alloc("controller", "run", "--config", config, "--rounds", "1").exit_code == 0
+    status = alloc("status", "--config", config)
+    assert status.exit_code == 0, status.stderr
+    text = " ".join(status.stdout.split())
+    assert "ledger: 0 runs (0 running; 2 more running, not yet seen by a round)" in text
+    assert "running: 2 workloads; this round keeps 2" in text
+
+
+def test_the_live_view_charges_running_work_the_ledger_has_not_seen_as_its_sighting_will():
+    """status, queue and explain see the usage the controller's next round sees once it has
+    recorded the work it sees running (its ledger opens a run the round after its start)."""
+    from conftest import ago, host, instance, snapshot_of, workload
+
+    from alloc.controller.build import controller_view, live_snapshot, unseen_runs
+
+    snapshot = snapshot_of(
+        instance(
+            workloads=[
+                workload("r", 8, hosts={"h1": 8}, started=ago(hours=3)),
+                workload("u", 8, budget="b", min_runtime="0s", hosts={"h2": 8}),
+                workload("q", 8),
+            ],
+            hosts=[host("h1"), host("h2"), host("h3")],
+        )
+    )
+
+    class Still:  # an executor whose cluster stays as it is
+        def snapshot(self):
+            return snapshot
+
+        def ended_runs(self):
+            return []
+
+    store = StateStore()
+    seen = live_snapshot(Still(), store)  # type: ignore[arg-type]
+    assert [r.workload for r in unseen_runs(seen, store)] == ["r", "u"]
+    assert seen.usage_gpu_hours and "b" not in seen.usage_gpu_hours  # u is not charged
+    store.observe(snapshot.now.timestamp(), unseen_runs(seen, store))  # the round's sighting
+    after = controller_view(snapshot, store)
+    assert unseen_runs(after, store) == []
+    assert after.usage_gpu_hours == pytest.approx(seen.usage_gpu_hours)

@@ -104,17 +104,18 @@ def live(config: Path) -> Snapshot:
 
 def live_with_notes(config: Path) -> tuple[Snapshot, dict[WorkloadId, str]]:
     """The live cluster and the executor's notes on jobs it left out or read otherwise."""
-    snapshot, notes, _ = _live(config)
+    snapshot, notes, _, _ = _live(config)
     return snapshot, notes
 
 
 def _live(
     config: Path,
-) -> tuple[Snapshot, dict[WorkloadId, str], dict[str, Mapping[str, object]]]:
-    """The live cluster, the executor's notes, and the controller's last recorded decision
-    about each workload in it (with the kind of round that made it)."""
+) -> tuple[Snapshot, dict[WorkloadId, str], dict[str, Mapping[str, object]], int]:
+    """The live cluster, the executor's notes, the controller's last recorded decision
+    about each workload in it (with the kind of round that made it), and how many running
+    workloads its ledger has not seen yet."""
     from alloc.controller.budgets import GovernanceError
-    from alloc.controller.build import executor_for, live_snapshot
+    from alloc.controller.build import executor_for, live_snapshot, unseen_runs
     from alloc.controller.state import StateStore
     from alloc.io import InputError
     from alloc.io.controller_config import load_controller_config
@@ -125,11 +126,12 @@ def _live(
     try:
         snapshot = live_snapshot(executor, store, settings.budgets)
         last = store.last_decisions(w.id for w in snapshot.workloads)
+        unseen = len(unseen_runs(snapshot, store))
     except GovernanceError as exc:  # the config's tree and the shares changed since
         raise InputError(str(config), "budgets", str(exc)) from None
     finally:
         store.close()
-    return snapshot, dict(executor.notes()), last
+    return snapshot, dict(executor.notes()), last, unseen
 
 
 def status(
@@ -143,10 +145,10 @@ def status(
     from alloc.controller.history import recorded_at
     from alloc.io.controller_config import load_controller_config
     from alloc.round import RoundOptions, solve_round
-    from alloc.status import last_decided, queue_rows, running_counts
+    from alloc.status import last_decided, queue_rows, reasons_differ, running_counts, running_line
 
     def act() -> None:
-        snapshot, notes, last = _live(config)
+        snapshot, notes, last, unseen = _live(config)
         result = solve_round(snapshot, RoundOptions(solver=solver))
         counts = running_counts(result.plan, result.context)
         width = table_width()
@@ -181,11 +183,20 @@ def status(
                     Column("decision", shorten=shorten_end, stages=DECISION, codes=REASONS),
                 ],
                 decided,
-                title="what the controller last decided (a full round decides every workload, "
-                "an event pass what it changes)",
+                title="what the controller last decided, on the cluster as its round saw it, "
+                "before it carried out its own starts and preemptions (a full round decides "
+                "every workload, an event pass what it changes)",
                 width=width,
             )
-        running = ", ".join(f"{count(n)} {k}" for k, n in sorted(counts.items())) or "none"
+            differ = reasons_differ(last, result.plan)
+            if differ:
+                say(
+                    f"{', '.join(shown(w) for w in differ)}: this "
+                    "round's reason differs from the controller's: it sees the cluster after "
+                    "the controller's last starts and preemptions",
+                    width,
+                )
+        running = running_line(counts)
         kinds = Counter(
             str(last[w.id]["kind"]) for w in snapshot.workloads if w.running and w.id in last
         )
@@ -199,7 +210,7 @@ def status(
                 + ")"
             )
         say(f"running: {running}", width)
-        for line in recorded_at(load_controller_config(config).state_url):
+        for line in recorded_at(load_controller_config(config).state_url, unseen):
             say(shown(line), width)
         for job, why in sorted(notes.items(), key=lambda n: natural_key(n[0])):  # as written
             say(f"{shown(job)}: {shown(why)}", width)
