@@ -425,3 +425,43 @@ def test_the_live_view_charges_running_work_the_ledger_has_not_seen_as_its_sight
     after = controller_view(snapshot, store)
     assert unseen_runs(after, store) == []
     assert after.usage_gpu_hours == pytest.approx(seen.usage_gpu_hours)
+
+
+def test_a_clean_stop_says_the_controller_released_its_lease_not_that_it_lost_it(config):
+    result = alloc("controller", "run", "--config", config, "--rounds", "1")
+    assert result.exit_code == 0, result.stderr
+    assert "released the leader lease (epoch 1)" in result.stderr
+    assert "lost the leader lease" not in result.stderr
+
+
+def test_ctrl_c_stops_the_controller_after_its_round_with_exit_130(config):
+    """README's exit codes: 130 stopped by Ctrl-C (SIGINT); the lease is released, not lost."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).parent.parent
+    process = subprocess.Popen(
+        [sys.executable, "-m", "alloc", "controller", "run", "--config", str(config)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while not any(line.startswith("round 1:") for line in seen):
+        line = process.stderr.readline()
+        assert line and time.monotonic() < deadline, "".join(seen)
+        seen.append(line)
+    process.send_signal(signal.SIGINT)
+    stderr = "".join(seen) + process.communicate(timeout=60)[1]
+    assert process.returncode == 130, stderr
+    assert "released the leader lease" in stderr and "lost the leader lease" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "interrupted (Ctrl-C): the controller stopped after its current round"
+    )

@@ -116,8 +116,11 @@ def run(
             raise
         holder = controller_id or f"{settings.name}@{socket.gethostname()}:{os.getpid()}"
 
-        def leading(held: bool, epoch: int) -> None:
-            now = "leads" if held else "lost the leader lease and stands by"
+        def leading(change: str, epoch: int) -> None:
+            now = {
+                "taken": "leads",
+                "released": "released the leader lease",  # a clean stop: no fault
+            }.get(change, "lost the leader lease and stands by")
             err.print(f"controller {shown(holder)}: {now} (epoch {epoch})", markup=False)
 
         try:
@@ -148,8 +151,14 @@ def run(
                     str(config), "metrics", f"cannot serve on {where}: {exc}"
                 ) from None
         stop = threading.Event()
+        heard: list[int] = []  # the signals that asked it to stop
+
+        def stopping(sig: int, _frame: object) -> None:
+            heard.append(sig)
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+            signal.signal(sig, stopping)
         err.print(
             f"controller {settings.name}: "
             + (
@@ -202,6 +211,10 @@ def run(
         if dry is not None:
             for line in dry.summary(metrics, settings.budgets, rounds, wide):
                 out.print(shown(line), markup=False, highlight=False)
+        if signal.SIGINT in heard:  # Ctrl-C: 130, as README's exit codes say
+            from alloc.cli.stop import exit_interrupted
+
+            exit_interrupted("the controller stopped after its current round")
 
     guarded(act)
 
