@@ -465,3 +465,23 @@ def test_ctrl_c_stops_the_controller_after_its_round_with_exit_130(config):
     assert stderr.strip().splitlines()[-1] == (
         "interrupted (Ctrl-C): the controller stopped after its current round"
     )
+
+
+@pytest.mark.parametrize(
+    "executor, named",
+    [
+        pytest.param(["--executor", "slurm"], "and --executor slurm (use", id="the option"),
+        pytest.param([], "runs executor kubernetes (use", id="the config"),
+    ],
+)
+def test_a_simulated_clock_without_the_sim_executor_names_where_the_executor_came_from(
+    config, executor, named
+):
+    if not executor:
+        config.write_text(config.read_text().replace("executor: sim", "executor: kubernetes"))
+    result = alloc("controller", "run", "--config", config, "--clock", "simulated", *executor)
+    assert result.exit_code == 2, result.output
+    assert "--clock: a simulated clock is the simulated cluster's" in result.stderr
+    assert named in " ".join(result.stderr.split())
+    if executor:
+        assert "runs executor" not in result.stderr

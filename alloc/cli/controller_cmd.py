@@ -92,7 +92,9 @@ def run(
     def act() -> None:
         settings = load_controller_config(config)
         kind = executor or settings.executor
-        until_s = _simulated_options(clock, until, kind, config, wide)
+        # where the executor was chosen, for messages about it: the option or the config
+        chosen = f"--executor {kind}" if executor else f"{config} runs executor {kind}"
+        until_s = _simulated_options(clock, until, kind, chosen, wide)
         cluster = executor_for(settings, kind)
         dry = None
         if clock == "simulated":
@@ -220,10 +222,11 @@ def run(
 
 
 def _simulated_options(
-    clock: str, until: str | None, kind: str, config: Path, wide: bool = False
+    clock: str, until: str | None, kind: str, chosen: str, wide: bool = False
 ) -> float | None:
     """--clock, --until and --wide checked before anything is opened or written; --until in
-    seconds."""
+    seconds. `chosen` says where the executor `kind` came from (`--executor slurm`, or
+    `FILE runs executor slurm`)."""
     if clock not in ("wall", "simulated"):
         raise InputError("--clock", "", f"expected wall or simulated, got {clock!r}")
     until_s = seconds("--until", until, above=0.0)
@@ -244,6 +247,6 @@ def _simulated_options(
             "--clock",
             "",
             f"a simulated clock is the simulated cluster's: it needs the sim executor, and "
-            f"{config} runs executor {kind} (use --executor sim, or --clock wall)",
+            f"{chosen} (use --executor sim, or --clock wall)",
         )
     return until_s
