@@ -485,3 +485,29 @@ def test_a_simulated_clock_without_the_sim_executor_names_where_the_executor_cam
     assert named in " ".join(result.stderr.split())
     if executor:
         assert "runs executor" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["status"], ["queue"], ["explain", "a"]],
+    ids=["status", "queue", "explain"],
+)
+def test_every_live_command_gives_the_executors_notes_in_one_form(config, monkeypatch, command):
+    """A job read otherwise than declared (a Slurm comment's typo): `note: JOB: WHY` on stderr
+    from status, queue and explain alike (status and explain once wrote it without `note:`,
+    or not at all)."""
+    import alloc.controller.build as build
+
+    real = build.executor_for
+
+    def noted(settings, kind=None):
+        executor = real(settings, kind) if kind else real(settings)
+        executor.notes = lambda: {"a": "unknown key 'min_runtim'"}
+        return executor
+
+    monkeypatch.setattr(build, "executor_for", noted)
+    assert alloc("controller", "run", "--config", config, "--rounds", "1").exit_code == 0
+    result = alloc(command[0], "--config", config, *command[1:])
+    assert result.exit_code == 0, result.output
+    assert "note: a: unknown key 'min_runtim'" in result.stderr
+    assert "unknown key" not in result.stdout

@@ -180,10 +180,11 @@ def explain(
                 )
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
-            from alloc.cli.live_cmd import live
+            from alloc.cli.live_cmd import live_with_notes, say_notes
 
-            snapshot, source = live(config), f"the cluster of {config}"
-            wanted = instance
+            snapshot, notes = live_with_notes(config)
+            source, wanted = f"the cluster of {config}", instance
+            say_notes(notes, only=wanted)
         else:
             if instance is None or workload is None:
                 raise MissingInput(

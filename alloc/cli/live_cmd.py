@@ -21,7 +21,7 @@ from alloc.cli.columns import (
     shorten_ratios,
     wrap,
 )
-from alloc.cli.common import guarded, out, table_width
+from alloc.cli.common import err, guarded, out, table_width
 from alloc.cli.params import solver_option
 from alloc.cli.queue_table import REASONS
 from alloc.cli.tables import print_table
@@ -95,6 +95,16 @@ def say(text: str, width: int | None) -> None:
     """A line of prose, broken at spaces to the width (`table_width`)."""
     for line in wrap(text, width):
         out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def say_notes(notes: Mapping[WorkloadId, str], only: str | None = None) -> None:
+    """The executor's notes on jobs it left out or read otherwise than declared, in the one
+    form every live command gives them, on stderr (beside a table, CSV or JSON on stdout):
+    `note: 6: unknown key 'min_runtim' (...)`; `only`: the one job explained."""
+    for job, why in sorted(notes.items(), key=lambda n: natural_key(n[0])):
+        if only is None or job == only:  # names and reasons as the cluster wrote them
+            note = f"note: {shown(job)}: {shown(why)}"
+            err.print(note, markup=False, highlight=False, soft_wrap=True)
 
 
 def live(config: Path) -> Snapshot:
@@ -212,7 +222,6 @@ def status(
         say(f"running: {running}", width)
         for line in recorded_at(load_controller_config(config).state_url, unseen):
             say(shown(line), width)
-        for job, why in sorted(notes.items(), key=lambda n: natural_key(n[0])):  # as written
-            say(f"{shown(job)}: {shown(why)}", width)
+        say_notes(notes)
 
     guarded(act)

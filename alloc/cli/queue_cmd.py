@@ -12,12 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.common import MissingInput, err, guarded, table_width
+from alloc.cli.common import MissingInput, guarded, table_width
 from alloc.cli.params import solver_option
 from alloc.cli.plans import checked_plan
 from alloc.io.errors import InputError
-from alloc.printable import shown
-from alloc.readable import natural_key
 
 if TYPE_CHECKING:
     from alloc.domain import BudgetPath, BudgetTree, Plan, Snapshot, WorkloadId
@@ -107,9 +105,9 @@ def queue(
             if not _can_write(ELLIPSIS):  # a log in a legacy encoding: one column still
                 text = text.replace(ELLIPSIS, "*")
             sys.stdout.write(text)
-        for job, why in sorted(notes.items(), key=lambda n: natural_key(n[0])):
-            note = f"note: {shown(job)}: {shown(why)}"  # as the cluster wrote them
-            err.print(note, markup=False, highlight=False, soft_wrap=True)
+        from alloc.cli.live_cmd import say_notes
+
+        say_notes(notes)
 
     guarded(act)
 
