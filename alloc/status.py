@@ -18,7 +18,7 @@ from alloc.domain import (
     path_prefixes,
 )
 from alloc.queue import queue_positions
-from alloc.readable import natural_key
+from alloc.readable import counted, natural_key
 from alloc.report.fmt import duration, ratio
 from alloc.solve.context import RoundContext
 
@@ -103,6 +103,35 @@ def running_counts(plan: Plan, ctx: RoundContext) -> dict[str, int]:
                 key = "preempted as its host went into maintenance"
             out[key] = out.get(key, 0) + 1
     return out
+
+
+def reasons_differ(last: Mapping[str, Mapping[str, object]], plan: Plan) -> list[str]:
+    """The workloads the controller last left waiting or kept for another reason than this
+    round gives (in natural order). Its round saw the cluster before it carried out its own
+    plan, this one after: a start it made is kept now and a preemption waits (the plan done,
+    not a difference), but a wait's reason can change (over_allocation then, no_room now)."""
+    out = []
+    for w, row in last.items():
+        now = plan.decision(WorkloadId(w))
+        was = (str(row["action"]), str(row["reason"]))
+        if was[0] in ("wait", "keep") and was != (now.action.value, now.reason.value):
+            out.append(w)
+    return sorted(out, key=natural_key)
+
+
+def running_line(counts: dict[str, int]) -> str:
+    """How many workloads run and what this round does with them: `3 workloads; this round keeps
+    2 and preempts 1` (not `3 kept`, which read as if they had run before and been kept)."""
+    if not counts:
+        return "none"
+    verbs = {"kept": "keeps", "preempt": "preempts"}
+    done = [
+        f"{verbs.get(k, 'preempts')} {n}"
+        + ("" if k in verbs else " as their host went into maintenance")
+        for k, n in sorted(counts.items())
+    ]
+    said = done[0] if len(done) == 1 else f"{', '.join(done[:-1])} and {done[-1]}"
+    return f"{counted(sum(counts.values()), 'workload')}; this round {said}"
 
 
 def waited(seconds: float) -> str:

@@ -43,8 +43,16 @@ def test_owners_are_inherited_down_the_tree():
         ("nlp/olmo", 0.5, "director", None),  # an owner above the parent
         ("nlp", 0.5, "director", None),
         ("nlp/olmo", 0.5, "lead-olmo", "does not own nlp"),  # owns olmo, not its parent
-        ("nlp", 0.5, "pm-nlp", "does not own the root"),
-        ("vision", 0.5, "intern", "does not own the root"),
+        ("nlp", 0.5, "pm-nlp", "does not own lab, the root, the parent of nlp"),
+        ("vision", 0.5, "intern", "does not own lab, the root, the parent of vision"),
+        # the user named root is not the root node: the message names the node by its name
+        (
+            "vision",
+            0.5,
+            "root",
+            "'root' does not own lab, the root, the parent of vision; "
+            "who owns it and so may change vision: director",
+        ),
         ("nlp/olmo", 0.8, "pm-nlp", "siblings' shares to 110%"),
         ("nlp/gpt", 0.1, "pm-nlp", "no budget node 'nlp/gpt'"),
         ("nlp", 1.5, "director", "between 0% and 100%"),
@@ -94,7 +102,10 @@ def test_budgets_set_is_audited_and_refused_to_non_owners(tmp_path: Path):
         app, ["budgets", "set", "vision", "50%", "--as", "pm-nlp", "--config", str(config)]
     )
     assert refused.exit_code == 2
-    assert "'pm-nlp' does not own the root; who may change vision: director" in refused.stderr
+    assert (
+        "'pm-nlp' does not own lab, the root, the parent of vision; who owns it and so may "
+        "change vision: director" in " ".join(refused.stderr.split())
+    )
     shown = runner.invoke(app, ["budgets", "show", "--config", str(config)])
     assert shown.exit_code == 0, shown.stderr
     (olmo,) = [line for line in shown.stdout.splitlines() if "olmo" in line]

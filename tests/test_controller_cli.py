@@ -57,10 +57,12 @@ def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_p
     assert "#: place in the queue, in the round's order; -: blocked, no place this round" in (
         status.stdout
     )
-    assert "running: 2 kept" in status.stdout
+    assert "running: 2 workloads; this round keeps 2" in status.stdout
     # Which kind of round last decided each workload: here, full rounds (no event came).
     assert "full round" in last and "15 min ago" in last and "wait (no_room)" in last
-    assert "running: 2 kept (last decided: 2 by a full round)" in status.stdout
+    assert "running: 2 workloads; this round keeps 2 (last decided: 2 by a full round)" in (
+        status.stdout
+    )
     why = alloc("explain", "--config", config, "c")
     assert why.exit_code == 0, why.stderr
     assert why.stdout.startswith("c: wait")
@@ -352,7 +354,160 @@ def test_status_counts_preemptions_for_host_maintenance_apart_from_the_plans_own
     status = alloc("status", "--config", config)
     assert status.exit_code == 0, status.stderr
     text = " ".join(status.stdout.split())
-    assert "running: 1 preempted as its host went into maintenance" in text
+    assert "running: 1 workload; this round preempts 1 as their host went into maintenance" in text
     assert "carried out: starts 2, preemptions 0, and apart 1 as hosts went into maintenance" in (
         text
     )
+
+
+@pytest.mark.parametrize("command", ["status", "queue", "explain", "solve"])
+@pytest.mark.parametrize("solver", ["gurobi", "GREEDY"])
+def test_every_command_with_solver_says_an_unknown_solver_is_bad_input(config, command, solver):
+    """One check of `--solver` for every command (status once reached the round with it and
+    said `internal error: ValueError`)."""
+    args = ["--config", config] if command in ("status", "queue") else [config.parent / "lab.yaml"]
+    if command == "explain":
+        args.append("a")
+    result = alloc(command, *args, "--solver", solver)
+    assert result.exit_code == 2, result.output
+    assert f"--solver: expected milp or greedy, got '{solver}'" in result.stderr
+    assert "internal error" not in result.output
+
+
+def test_the_cli_knows_the_solvers_the_round_knows():
+    from alloc.cli.params import SOLVER_NAMES
+    from alloc.round import SOLVERS
+
+    assert SOLVER_NAMES == SOLVERS
+
+
+def test_status_counts_work_a_round_started_that_the_ledger_has_not_seen_yet(config, tmp_path):
+    """The ledger opens a run when a round sees it running, the round after its start: right
+    after the first round status says so rather than `0 runs (0 running)` alone."""
+    assert alloc("controller", "run", "--config", config, "--rounds", "1").exit_code == 0
+    status = alloc("status", "--config", config)
+    assert status.exit_code == 0, status.stderr
+    text = " ".join(status.stdout.split())
+    assert "ledger: 0 runs (0 running; 2 more running, not yet seen by a round)" in text
+    assert "running: 2 workloads; this round keeps 2" in text
+
+
+def test_the_live_view_charges_running_work_the_ledger_has_not_seen_as_its_sighting_will():
+    """status, queue and explain see the usage the controller's next round sees once it has
+    recorded the work it sees running (its ledger opens a run the round after its start)."""
+    from conftest import ago, host, instance, snapshot_of, workload
+
+    from alloc.controller.build import controller_view, live_snapshot, unseen_runs
+
+    snapshot = snapshot_of(
+        instance(
+            workloads=[
+                workload("r", 8, hosts={"h1": 8}, started=ago(hours=3)),
+                workload("u", 8, budget="b", min_runtime="0s", hosts={"h2": 8}),
+                workload("q", 8),
+            ],
+            hosts=[host("h1"), host("h2"), host("h3")],
+        )
+    )
+
+    class Still:  # an executor whose cluster stays as it is
+        def snapshot(self):
+            return snapshot
+
+        def ended_runs(self):
+            return []
+
+    store = StateStore()
+    seen = live_snapshot(Still(), store)  # type: ignore[arg-type]
+    assert [r.workload for r in unseen_runs(seen, store)] == ["r", "u"]
+    assert seen.usage_gpu_hours and "b" not in seen.usage_gpu_hours  # u is not charged
+    store.observe(snapshot.now.timestamp(), unseen_runs(seen, store))  # the round's sighting
+    after = controller_view(snapshot, store)
+    assert unseen_runs(after, store) == []
+    assert after.usage_gpu_hours == pytest.approx(seen.usage_gpu_hours)
+
+
+def test_a_clean_stop_says_the_controller_released_its_lease_not_that_it_lost_it(config):
+    result = alloc("controller", "run", "--config", config, "--rounds", "1")
+    assert result.exit_code == 0, result.stderr
+    assert "released the leader lease (epoch 1)" in result.stderr
+    assert "lost the leader lease" not in result.stderr
+
+
+def test_ctrl_c_stops_the_controller_after_its_round_with_exit_130(config):
+    """README's exit codes: 130 stopped by Ctrl-C (SIGINT); the lease is released, not lost."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).parent.parent
+    process = subprocess.Popen(
+        [sys.executable, "-m", "alloc", "controller", "run", "--config", str(config)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while not any(line.startswith("round 1:") for line in seen):
+        line = process.stderr.readline()
+        assert line and time.monotonic() < deadline, "".join(seen)
+        seen.append(line)
+    process.send_signal(signal.SIGINT)
+    stderr = "".join(seen) + process.communicate(timeout=60)[1]
+    assert process.returncode == 130, stderr
+    assert "released the leader lease" in stderr and "lost the leader lease" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "interrupted (Ctrl-C): the controller stopped after its current round"
+    )
+
+
+@pytest.mark.parametrize(
+    "executor, named",
+    [
+        pytest.param(["--executor", "slurm"], "and --executor slurm (use", id="the option"),
+        pytest.param([], "runs executor kubernetes (use", id="the config"),
+    ],
+)
+def test_a_simulated_clock_without_the_sim_executor_names_where_the_executor_came_from(
+    config, executor, named
+):
+    if not executor:
+        config.write_text(config.read_text().replace("executor: sim", "executor: kubernetes"))
+    result = alloc("controller", "run", "--config", config, "--clock", "simulated", *executor)
+    assert result.exit_code == 2, result.output
+    assert "--clock: a simulated clock is the simulated cluster's" in result.stderr
+    assert named in " ".join(result.stderr.split())
+    if executor:
+        assert "runs executor" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["status"], ["queue"], ["explain", "a"]],
+    ids=["status", "queue", "explain"],
+)
+def test_every_live_command_gives_the_executors_notes_in_one_form(config, monkeypatch, command):
+    """A job read otherwise than declared (a Slurm comment's typo): `note: JOB: WHY` on stderr
+    from status, queue and explain alike (status and explain once wrote it without `note:`,
+    or not at all)."""
+    import alloc.controller.build as build
+
+    real = build.executor_for
+
+    def noted(settings, kind=None):
+        executor = real(settings, kind) if kind else real(settings)
+        executor.notes = lambda: {"a": "unknown key 'min_runtim'"}
+        return executor
+
+    monkeypatch.setattr(build, "executor_for", noted)
+    assert alloc("controller", "run", "--config", config, "--rounds", "1").exit_code == 0
+    result = alloc(command[0], "--config", config, *command[1:])
+    assert result.exit_code == 0, result.output
+    assert "note: a: unknown key 'min_runtim'" in result.stderr
+    assert "unknown key" not in result.stdout

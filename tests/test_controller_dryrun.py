@@ -339,3 +339,25 @@ def test_the_readme_example_runs_to_the_end_of_its_trace(tmp_path):
     status = alloc("status", "--config", config)
     assert status.exit_code == 0, status.stderr
     assert "ledger: 48 runs (0 running)" in " ".join(status.stdout.split())
+
+
+def test_status_says_why_its_reason_differs_from_the_controllers_last_round(tmp_path):
+    """README tutorial 4: at 5 h the controller's last round, on the cluster before its own
+    plan, left j12, j25 and j29 waiting as vision was over its allocation; once it had
+    started j19 and preempted j14 and j18, status's round finds no room for them. The two
+    rounds saw different clusters: status says so beside the controller's record."""
+    here = Path(__file__).parent.parent / "instances" / "controller"
+    folder = tmp_path / "controller"
+    shutil.copytree(here, folder, ignore=shutil.ignore_patterns("*.db"))
+    config = folder / "dry-run.yaml"
+    run = alloc("controller", "run", "--config", config, "--clock", "simulated", "--until", "5h")
+    assert run.exit_code == 0, run.stderr
+    status = alloc("status", "--config", config)
+    assert status.exit_code == 0, status.stderr
+    text = " ".join(status.stdout.split())
+    assert "before it carried out its own starts and preemptions" in text
+    assert (
+        "j12, j25, j29: this round's reason differs from the controller's: it sees the cluster "
+        "after the controller's last starts and preemptions" in text
+    )
+    assert "1 more running, not yet seen by a round" in text  # j19, started by the last round

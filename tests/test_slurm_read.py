@@ -260,3 +260,15 @@ def test_jobs_no_round_may_place_are_marked_with_the_reason(more, blocked):
 def test_a_drain_reason_saying_retire_in_any_case_retires_the_host():
     data = {"nodes": [node("n1", flags=["DRAIN"], reason="RETIRE at end of lease")]}
     assert hosts_from_sinfo(data, SITE)[0].state is HostState.RETIRED
+
+
+def test_an_account_not_mapped_to_a_budget_node_is_noted_by_name():
+    """`sbatch -A physics` where slurm.accounts lacks physics: unfunded, and the note says
+    which account is unmapped (not only 'it names no budget')."""
+    data = {"jobs": [job(1, account="physics"), job(2, account="nlp"), job(3, account="")]}
+    one, two, three = jobs_from_squeue(data, SITE, CLUSTER, EIGHT_H)
+    assert one.workload.budget is None
+    assert one.problem == (
+        "its account 'physics' is not mapped to a budget node (slurm.accounts): it runs unfunded"
+    )
+    assert two.problem == "" and three.problem == ""

@@ -26,9 +26,8 @@ from alloc.cli.common import (
     say_written,
     write_atomically,
 )
-from alloc.cli.params import number, seconds, whole
+from alloc.cli.params import number, seconds, solver_option, whole
 from alloc.cli.plans import (
-    check_solver,
     checked_plan,
     same_instance,
     violation,
@@ -77,9 +76,7 @@ def _options(
 @app.command(cls=Command)
 def solve(
     instance: Annotated[Path, typer.Argument(help="Instance YAML (see `alloc schema`).")],
-    solver: Annotated[
-        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
-    ] = None,
+    solver: Annotated[str | None, solver_option()] = None,
     time_limit: Annotated[
         str | None,
         typer.Option(metavar="DURATION", help="Wall-clock limit of the round, e.g. 10s (above 0)."),
@@ -96,7 +93,6 @@ def solve(
     from alloc.summary import summarize
 
     def act() -> None:
-        check_solver(solver)
         # above 0: with no time to solve in, every round would be a fallback
         limit = seconds("--time-limit", time_limit, above=0.0)
         if output is not None:
@@ -162,9 +158,7 @@ def explain(
     plan: Annotated[
         Path | None, typer.Option(metavar="FILE", help="Explain this plan instead of solving.")
     ] = None,
-    solver: Annotated[
-        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
-    ] = None,
+    solver: Annotated[str | None, solver_option()] = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -179,7 +173,6 @@ def explain(
     from alloc.round import RoundOptions, solve_round
 
     def act() -> None:
-        check_solver(solver)
         if config is not None:
             if instance is None:  # the one argument is the workload id
                 raise MissingInput(
@@ -187,10 +180,11 @@ def explain(
                 )
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
-            from alloc.cli.live_cmd import live
+            from alloc.cli.live_cmd import live_with_notes, say_notes
 
-            snapshot, source = live(config), f"the cluster of {config}"
-            wanted = instance
+            snapshot, notes = live_with_notes(config)
+            source, wanted = f"the cluster of {config}", instance
+            say_notes(notes, only=wanted)
         else:
             if instance is None or workload is None:
                 raise MissingInput(

@@ -92,7 +92,9 @@ def run(
     def act() -> None:
         settings = load_controller_config(config)
         kind = executor or settings.executor
-        until_s = _simulated_options(clock, until, kind, config, wide)
+        # where the executor was chosen, for messages about it: the option or the config
+        chosen = f"--executor {kind}" if executor else f"{config} runs executor {kind}"
+        until_s = _simulated_options(clock, until, kind, chosen, wide)
         cluster = executor_for(settings, kind)
         dry = None
         if clock == "simulated":
@@ -116,8 +118,11 @@ def run(
             raise
         holder = controller_id or f"{settings.name}@{socket.gethostname()}:{os.getpid()}"
 
-        def leading(held: bool, epoch: int) -> None:
-            now = "leads" if held else "lost the leader lease and stands by"
+        def leading(change: str, epoch: int) -> None:
+            now = {
+                "taken": "leads",
+                "released": "released the leader lease",  # a clean stop: no fault
+            }.get(change, "lost the leader lease and stands by")
             err.print(f"controller {shown(holder)}: {now} (epoch {epoch})", markup=False)
 
         try:
@@ -148,8 +153,14 @@ def run(
                     str(config), "metrics", f"cannot serve on {where}: {exc}"
                 ) from None
         stop = threading.Event()
+        heard: list[int] = []  # the signals that asked it to stop
+
+        def stopping(sig: int, _frame: object) -> None:
+            heard.append(sig)
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+            signal.signal(sig, stopping)
         err.print(
             f"controller {settings.name}: "
             + (
@@ -202,15 +213,20 @@ def run(
         if dry is not None:
             for line in dry.summary(metrics, settings.budgets, rounds, wide):
                 out.print(shown(line), markup=False, highlight=False)
+        if signal.SIGINT in heard:  # Ctrl-C: 130, as README's exit codes say
+            from alloc.cli.stop import exit_interrupted
+
+            exit_interrupted("the controller stopped after its current round")
 
     guarded(act)
 
 
 def _simulated_options(
-    clock: str, until: str | None, kind: str, config: Path, wide: bool = False
+    clock: str, until: str | None, kind: str, chosen: str, wide: bool = False
 ) -> float | None:
     """--clock, --until and --wide checked before anything is opened or written; --until in
-    seconds."""
+    seconds. `chosen` says where the executor `kind` came from (`--executor slurm`, or
+    `FILE runs executor slurm`)."""
     if clock not in ("wall", "simulated"):
         raise InputError("--clock", "", f"expected wall or simulated, got {clock!r}")
     until_s = seconds("--until", until, above=0.0)
@@ -231,6 +247,6 @@ def _simulated_options(
             "--clock",
             "",
             f"a simulated clock is the simulated cluster's: it needs the sim executor, and "
-            f"{config} runs executor {kind} (use --executor sim, or --clock wall)",
+            f"{chosen} (use --executor sim, or --clock wall)",
         )
     return until_s

@@ -21,7 +21,8 @@ from alloc.cli.columns import (
     shorten_ratios,
     wrap,
 )
-from alloc.cli.common import guarded, out, table_width
+from alloc.cli.common import err, guarded, out, table_width
+from alloc.cli.params import solver_option
 from alloc.cli.queue_table import REASONS
 from alloc.cli.tables import print_table
 from alloc.printable import shown
@@ -96,6 +97,16 @@ def say(text: str, width: int | None) -> None:
         out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+def say_notes(notes: Mapping[WorkloadId, str], only: str | None = None) -> None:
+    """The executor's notes on jobs it left out or read otherwise than declared, in the one
+    form every live command gives them, on stderr (beside a table, CSV or JSON on stdout):
+    `note: 6: unknown key 'min_runtim' (...)`; `only`: the one job explained."""
+    for job, why in sorted(notes.items(), key=lambda n: natural_key(n[0])):
+        if only is None or job == only:  # names and reasons as the cluster wrote them
+            note = f"note: {shown(job)}: {shown(why)}"
+            err.print(note, markup=False, highlight=False, soft_wrap=True)
+
+
 def live(config: Path) -> Snapshot:
     """The live cluster of a controller config, with its ledger's window usage."""
     return live_with_notes(config)[0]
@@ -103,17 +114,18 @@ def live(config: Path) -> Snapshot:
 
 def live_with_notes(config: Path) -> tuple[Snapshot, dict[WorkloadId, str]]:
     """The live cluster and the executor's notes on jobs it left out or read otherwise."""
-    snapshot, notes, _ = _live(config)
+    snapshot, notes, _, _ = _live(config)
     return snapshot, notes
 
 
 def _live(
     config: Path,
-) -> tuple[Snapshot, dict[WorkloadId, str], dict[str, Mapping[str, object]]]:
-    """The live cluster, the executor's notes, and the controller's last recorded decision
-    about each workload in it (with the kind of round that made it)."""
+) -> tuple[Snapshot, dict[WorkloadId, str], dict[str, Mapping[str, object]], int]:
+    """The live cluster, the executor's notes, the controller's last recorded decision
+    about each workload in it (with the kind of round that made it), and how many running
+    workloads its ledger has not seen yet."""
     from alloc.controller.budgets import GovernanceError
-    from alloc.controller.build import executor_for, live_snapshot
+    from alloc.controller.build import executor_for, live_snapshot, unseen_runs
     from alloc.controller.state import StateStore
     from alloc.io import InputError
     from alloc.io.controller_config import load_controller_config
@@ -124,30 +136,29 @@ def _live(
     try:
         snapshot = live_snapshot(executor, store, settings.budgets)
         last = store.last_decisions(w.id for w in snapshot.workloads)
+        unseen = len(unseen_runs(snapshot, store))
     except GovernanceError as exc:  # the config's tree and the shares changed since
         raise InputError(str(config), "budgets", str(exc)) from None
     finally:
         store.close()
-    return snapshot, dict(executor.notes()), last
+    return snapshot, dict(executor.notes()), last, unseen
 
 
 def status(
     config: Annotated[
         Path, typer.Option("--config", metavar="FILE", help="Controller config YAML.")
     ],
-    solver: Annotated[
-        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
-    ] = None,
+    solver: Annotated[str | None, solver_option()] = None,
 ) -> None:
     """The queue in the round's order, with what this round would do with each workload and
     the fair-share ratios along its budget path: why work waits (read-only)."""
     from alloc.controller.history import recorded_at
     from alloc.io.controller_config import load_controller_config
     from alloc.round import RoundOptions, solve_round
-    from alloc.status import last_decided, queue_rows, running_counts
+    from alloc.status import last_decided, queue_rows, reasons_differ, running_counts, running_line
 
     def act() -> None:
-        snapshot, notes, last = _live(config)
+        snapshot, notes, last, unseen = _live(config)
         result = solve_round(snapshot, RoundOptions(solver=solver))
         counts = running_counts(result.plan, result.context)
         width = table_width()
@@ -182,11 +193,20 @@ def status(
                     Column("decision", shorten=shorten_end, stages=DECISION, codes=REASONS),
                 ],
                 decided,
-                title="what the controller last decided (a full round decides every workload, "
-                "an event pass what it changes)",
+                title="what the controller last decided, on the cluster as its round saw it, "
+                "before it carried out its own starts and preemptions (a full round decides "
+                "every workload, an event pass what it changes)",
                 width=width,
             )
-        running = ", ".join(f"{count(n)} {k}" for k, n in sorted(counts.items())) or "none"
+            differ = reasons_differ(last, result.plan)
+            if differ:
+                say(
+                    f"{', '.join(shown(w) for w in differ)}: this "
+                    "round's reason differs from the controller's: it sees the cluster after "
+                    "the controller's last starts and preemptions",
+                    width,
+                )
+        running = running_line(counts)
         kinds = Counter(
             str(last[w.id]["kind"]) for w in snapshot.workloads if w.running and w.id in last
         )
@@ -200,9 +220,8 @@ def status(
                 + ")"
             )
         say(f"running: {running}", width)
-        for line in recorded_at(load_controller_config(config).state_url):
+        for line in recorded_at(load_controller_config(config).state_url, unseen):
             say(shown(line), width)
-        for job, why in sorted(notes.items(), key=lambda n: natural_key(n[0])):  # as written
-            say(f"{shown(job)}: {shown(why)}", width)
+        say_notes(notes)
 
     guarded(act)

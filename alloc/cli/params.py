@@ -34,7 +34,18 @@ from typing import Any, TypeVar
 
 import typer
 
-__all__ = ["Choice", "Number", "as_written", "choice", "number", "seconds", "whole"]
+__all__ = [
+    "SOLVER_NAMES",
+    "Choice",
+    "Number",
+    "Solver",
+    "as_written",
+    "choice",
+    "number",
+    "seconds",
+    "solver_option",
+    "whole",
+]
 
 E = TypeVar("E", bound=Enum)
 
@@ -133,6 +144,32 @@ class Choice:
         names = [str(m.value) for m in self.kind]
         listed = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
         raise typer.BadParameter(f"expected {listed}, got {str(value)!r}")
+
+
+SOLVER_NAMES = ("milp", "greedy")  # alloc.round.SOLVERS, named here so the CLI starts fast
+
+
+@dataclass(frozen=True, slots=True)
+class Solver:
+    """Reads a solver's name: `expected milp or greedy, got 'gurobi'`. Every command with
+    `--solver` reads it so, while the command line is parsed, so no command reaches a round
+    with a name the round does not know."""
+
+    def __call__(self, value: Any) -> str:
+        if str(value) not in SOLVER_NAMES:
+            raise typer.BadParameter(f"expected {' or '.join(SOLVER_NAMES)}, got {str(value)!r}")
+        return str(value)
+
+
+def solver_option() -> Any:
+    """The `--solver` option of every command that solves a round (`solve`, `explain`,
+    `queue`, `status`)."""
+    return typer.Option(
+        "--solver",
+        parser=Solver(),
+        metavar="SOLVER",
+        help="milp or greedy (default: the policy's).",
+    )
 
 
 def whole(

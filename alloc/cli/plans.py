@@ -1,6 +1,6 @@
 """What the commands that read a plan file check before they trust it (`validate`, `explain
---plan`, `queue --plan`), how they word the invariants a plan breaks, and the one check of
-`--solver`: bad input names the file and the fault."""
+--plan`, `queue --plan`) and how they word the invariants a plan breaks: bad input names the file
+and the fault. (`--solver` is read by `alloc.cli.params.solver_option`.)"""
 
 from __future__ import annotations
 
@@ -74,11 +74,6 @@ def _order(number: str) -> tuple[int, ...]:
 
 def _listed(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-def check_solver(solver: str | None) -> None:
-    if solver is not None and solver not in ("milp", "greedy"):
-        raise InputError("--solver", "", f"expected milp or greedy, got {solver!r}")
 
 
 def same_instance(snapshot: Snapshot, plan: Plan, path: Path) -> None:

@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.common import MissingInput, err, guarded, table_width
-from alloc.cli.plans import check_solver, checked_plan
+from alloc.cli.common import MissingInput, guarded, table_width
+from alloc.cli.params import solver_option
+from alloc.cli.plans import checked_plan
 from alloc.io.errors import InputError
-from alloc.printable import shown
-from alloc.readable import natural_key
 
 if TYPE_CHECKING:
     from alloc.domain import BudgetPath, BudgetTree, Plan, Snapshot, WorkloadId
@@ -40,9 +39,7 @@ def queue(
             metavar="FILE", help="Controller config: the live cluster and ledger instead of a file."
         ),
     ] = None,
-    solver: Annotated[
-        str | None, typer.Option(metavar="SOLVER", help="milp or greedy (default: the policy's).")
-    ] = None,
+    solver: Annotated[str | None, solver_option()] = None,
     sort: Annotated[
         str | None,
         typer.Option(
@@ -84,7 +81,6 @@ def queue(
     from alloc.queue import SORT_KEYS, queue_rows, select, sort_rows
 
     def act() -> None:
-        check_solver(solver)
         _one_of("--format", output_format, FORMATS)
         if sort is not None:
             _one_of("--sort", sort, SORT_KEYS)
@@ -109,9 +105,9 @@ def queue(
             if not _can_write(ELLIPSIS):  # a log in a legacy encoding: one column still
                 text = text.replace(ELLIPSIS, "*")
             sys.stdout.write(text)
-        for job, why in sorted(notes.items(), key=lambda n: natural_key(n[0])):
-            note = f"note: {shown(job)}: {shown(why)}"  # as the cluster wrote them
-            err.print(note, markup=False, highlight=False, soft_wrap=True)
+        from alloc.cli.live_cmd import say_notes
+
+        say_notes(notes)
 
     guarded(act)
 

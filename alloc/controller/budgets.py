@@ -28,6 +28,12 @@ def owners_of(tree: BudgetTree, path: BudgetPath) -> frozenset[str]:
     return frozenset(out)
 
 
+def node_named(tree: BudgetTree, path: BudgetPath) -> str:
+    """A node as the config names it: its path, and the root by its name (`lab, the root`),
+    never as a bare `the root`, which reads like the user named root."""
+    return path if path else f"{tree.root.name}, the root"
+
+
 def check_change(tree: BudgetTree, path: BudgetPath, share: float | Decimal, user: str) -> float:
     """The share `path` has now; GovernanceError unless `user` may set it to `share`. Its
     siblings' shares and it sum to at most 100%, exactly (alloc.io.shares: `share` as
@@ -42,14 +48,15 @@ def check_change(tree: BudgetTree, path: BudgetPath, share: float | Decimal, use
     if user not in allowed:
         who = ", ".join(sorted(allowed, key=natural_key)) or "nobody (the config names no owners)"
         raise GovernanceError(
-            f"{user!r} does not own {parent or 'the root'}; who may change {path}: {who}"
+            f"{user!r} does not own {node_named(tree, parent)}, the parent of {path}; who owns "
+            f"it and so may change {path}: {who}"
         )
     siblings = [tree.node(c).share for c in tree.children(parent) if c != path]
     total = over_100([*siblings, share])
     if total is not None:
         raise GovernanceError(
             f"{path} at {percent_text(share)} would bring its siblings' shares to "
-            f"{percent_text(total)} of {parent or 'the root'} (at most 100%)"
+            f"{percent_text(total)} of {node_named(tree, parent)} (at most 100%)"
         )
     return tree.node(path).share
 
@@ -78,7 +85,8 @@ def with_shares(tree: BudgetTree, shares: Mapping[BudgetPath, float]) -> BudgetT
                 if p in changed
             )
             raise GovernanceError(
-                f"the shares of {parent or 'the root'}'s children sum to {percent_text(total)} "
+                f"the shares of the children of {node_named(changed, parent)} sum to "
+                f"{percent_text(total)} "
                 f"with the changes made by `alloc budgets set` ({kept}): more than 100%; set "
                 "them back, or change the config's budgets"
             )

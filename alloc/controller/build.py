@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from alloc.adapters.base import Executor
 from alloc.controller.budgets import with_shares
-from alloc.controller.state import StateStore
+from alloc.controller.state import Run, StateStore
 from alloc.domain import BudgetTree, Snapshot
 from alloc.io import InputError
 from alloc.io.controller_config import ControllerSettings
@@ -21,8 +21,36 @@ if TYPE_CHECKING:
 def live_snapshot(
     executor: Executor, store: StateStore, budgets: BudgetTree | None = None
 ) -> Snapshot:
-    """The cluster now as a round would see it (read-only: status, explain)."""
-    return controller_view(executor.snapshot(), store, budgets)
+    """The cluster now as the controller's next round would see it (read-only: status,
+    explain, queue). That round first records in its ledger the work it sees running; work
+    started since the last round (by that round's own plan, or by hand) is not in the ledger
+    yet, so its charged time is added here as that sighting would add it, without writing it."""
+    snapshot = controller_view(executor.snapshot(), store, budgets)
+    unseen = unseen_runs(snapshot, store)
+    if not unseen:
+        return snapshot
+    now_s = snapshot.now.timestamp()
+    start = now_s - snapshot.policy.lookback_s
+    usage = dict(snapshot.usage_gpu_hours)
+    for r in unseen:
+        if r.charged and r.budget is not None and r.started_s < now_s:
+            hours = r.gpus * (now_s - max(r.started_s, start)) / 3600.0
+            usage[r.budget] = usage.get(r.budget, 0.0) + hours
+    return replace(snapshot, usage_gpu_hours=usage)
+
+
+def unseen_runs(snapshot: Snapshot, store: StateStore) -> list[Run]:
+    """The runs of the work running in `snapshot` that the ledger has not seen yet (it opens
+    a run when a round sees it running: the round after its start)."""
+    from alloc.policy.contract import allocated_in
+
+    known = {r.key for r in store.open_runs()}
+    running = [
+        Run(w.id, w.started.timestamp(), w.budget, w.gpus, allocated_in(snapshot.budgets, w))
+        for w in snapshot.workloads
+        if w.started is not None
+    ]
+    return [r for r in running if r.key not in known]
 
 
 def controller_view(

@@ -20,18 +20,20 @@ from alloc.readable import counted, natural_key
 from alloc.report.fmt import duration
 
 
-def recorded_at(state_url: str) -> list[str]:
+def recorded_at(state_url: str, unseen: int = 0) -> list[str]:
     """`recorded` of the state at this URL, and which controller leads."""
     store = StateStore(state_url)
     try:
         now = leader(store)
-        return recorded(store) + ([leader_line(now)] if now is not None else [])
+        return recorded(store, unseen) + ([leader_line(now)] if now is not None else [])
     finally:
         store.close()
 
 
-def recorded(store: StateStore) -> list[str]:
-    """Lines on the rounds, actions, ledger and faults recorded; none when nothing was."""
+def recorded(store: StateStore, unseen: int = 0) -> list[str]:
+    """Lines on the rounds, actions, ledger and faults recorded; none when nothing was.
+    `unseen`: work running that the ledger has not seen yet (a round opens its run when it
+    sees it running, the round after its start), said beside the ledger's count."""
     with store.engine.connect() as db:
         by_kind = {
             str(kind): (int(n), float(first), float(last))
@@ -88,7 +90,9 @@ def recorded(store: StateStore) -> list[str]:
         f"({kept}); carried out: starts "
         f"{done.get('start', 0)}, preemptions {done.get('preempt', 0) - down}"
         + (f", and apart {down} as hosts went into maintenance" if down else ""),
-        f"ledger: {counted(ran, 'run')} ({running} running); charged "
+        f"ledger: {counted(ran, 'run')} ({running} running"
+        + (f"; {unseen} more running, not yet seen by a round" if unseen else "")
+        + "); charged "
         "GPU-hours: "
         + (
             ", ".join(

@@ -74,14 +74,15 @@ def db_now(engine: Engine) -> ColumnElement[float]:
 
 class Lease:
     """This controller's side of the lease; `duration_s` long, renewed and retried every
-    quarter of it. `on_change(held, epoch)` is told when it is taken or lost."""
+    quarter of it. `on_change(change, epoch)` is told when it is `taken`, `lost` (another
+    controller took it, or it ran out) or `released` (a clean stop: `release`)."""
 
     def __init__(
         self,
         store: StateStore,
         holder: str,
         duration_s: float,
-        on_change: Callable[[bool, int], None] | None = None,
+        on_change: Callable[[str, int], None] | None = None,
     ) -> None:
         self.store, self.holder, self.duration_s = store, holder, duration_s
         self.retry_s = duration_s / 4
@@ -142,7 +143,7 @@ class Lease:
             self._beat = threading.Thread(target=self._renewing, name="lease", daemon=True)
             self._beat.start()
         if self.on_change is not None:
-            self.on_change(True, epoch)
+            self.on_change("taken", epoch)
         return True
 
     def confirm(self) -> int:
@@ -170,7 +171,7 @@ class Lease:
         epoch = self.epoch
         if not epoch:
             return
-        self._lose(epoch)
+        self._lose(epoch, "released")
         try:
             with self.store.engine.begin() as db:
                 db.execute(
@@ -232,13 +233,13 @@ class Lease:
             self._lose(epoch)
             raise NotLeader(f"the lease (epoch {epoch}) was taken by another controller")
 
-    def _lose(self, epoch: int) -> None:
+    def _lose(self, epoch: int, change: str = "lost") -> None:
         with self._lock:
             if self.epoch != epoch:
                 return
             self.epoch = 0
         if self.on_change is not None:
-            self.on_change(False, epoch)
+            self.on_change(change, epoch)
 
 
 def _create(engine: Engine) -> None:

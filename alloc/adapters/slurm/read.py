@@ -10,9 +10,9 @@ FAIL, NOT_RESPONDING, FUTURE and UNKNOWN are `maintenance` (nothing runs there);
 
 Workloads: pending and running jobs of the managed partitions (all when none is named). The id
 is the job id; the budget is the site's mapping of the job's account (an account it does not
-map is unfunded); GPUs are the job's `--gpus` or `--gres=gpu:N` per node x its nodes; the
-contract fields come from the comment (alloc.adapters.slurm.contract). A running job's hosts
-and GPUs per host come from its allocation; a completing job still holds them.
+map is unfunded, and its note says so); GPUs are the job's `--gpus` or `--gres=gpu:N` per node x
+its nodes; the contract fields come from the comment (alloc.adapters.slurm.contract). A running
+job's hosts and GPUs per host come from its allocation; a completing job still holds them.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ class SlurmJob:
     held: bool  # pending and held (alloc starts it by releasing it)
     state: str  # Slurm's job_state
     pinned: str = ""  # the nodes it is required to run on (as alloc set them: "a,b")
-    problem: str = ""  # why its comment was not used (it runs as unallocated work)
+    problem: str = ""  # why it is read otherwise than declared: its comment not used (it runs
+    # as unallocated work), its account mapped to no budget node (unfunded)
     blocked: str = ""  # why no round may place it now (Slurm holds it back, or its shape)
 
 
@@ -173,7 +174,14 @@ def _job(
     contract = read_contract(job.get("comment"), max_min_runtime_s)
     running = state in _RUNNING
     placed = _allocation(job, site) if running else {}
-    budget = site.accounts.get(str(job.get("account") or ""))
+    account = str(job.get("account") or "")
+    budget = site.accounts.get(account)
+    problems = [contract.problem] if contract.problem else []
+    if account and budget is None:  # else "it names no budget": the account does, unmapped
+        problems.append(
+            f"its account {account!r} is not mapped to a budget node (slurm.accounts): "
+            "it runs unfunded"
+        )
     workload = Workload(
         id=WorkloadId(str(job["job_id"])),
         budget=budget,
@@ -200,7 +208,7 @@ def _job(
     elif running and (not placed or any(h not in cluster.by_name for h in placed)):
         blocked = "runs on nodes alloc does not manage"
     return SlurmJob(
-        workload, held, state, str(job.get("required_nodes") or ""), contract.problem, blocked
+        workload, held, state, str(job.get("required_nodes") or ""), "; ".join(problems), blocked
     )
 
 
