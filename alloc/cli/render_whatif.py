@@ -18,7 +18,12 @@ from rich.console import Console
 from rich.text import Text
 
 from alloc.cli import tables
-from alloc.cli.columns import Column, shorten_middle_keep_tail, shorten_path
+from alloc.cli.columns import (
+    Column,
+    shorten_duration,
+    shorten_middle_keep_tail,
+    shorten_path,
+)
 from alloc.printable import shown
 from alloc.report.compare import Comparison
 from alloc.report.fmt import duration, pct, signed, stopped_after, worst_team
@@ -29,6 +34,9 @@ def text_column(head: str, stage: int = 1) -> Column:
     later `stage` only once those of earlier stages are at their narrowest."""
     return Column(head, shorten=shorten_middle_keep_tail, stages=((stage, 8),))
 
+
+# Times waiting in their largest unit (`11 h 22 min` -> `11 h`), once paths are cut.
+WAIT = ((2, 4),)
 
 # The least width of a budget path cut to fit (as `text_column`'s cells), beside a phrase.
 _PATH_LEAST = 8
@@ -68,12 +76,14 @@ def print_table(console: Console, columns: list[Column], rows: list[list[str]]) 
 def overall_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     worst = {i: _worst_team_parts(c.runs[i].metrics) for i in range(len(c.labels))}
     columns = [
-        text_column("run", stage=2),  # the run is what a reader looks for: cut last
+        # A run's label is what a reader looks for, and one run has one name in every table:
+        # never cut (a narrow terminal leaves out other columns first).
+        Column("run"),
         Column("d/o", right=True),
         worst_team_column({shown(p + s): (shown(p), s) for p, s in worst.values()}),
-        Column("its d/o", right=True),
-        Column("wait p50", right=True),
-        Column("wait p90", right=True),
+        Column("its d/o", right=True, drop=1),
+        Column("wait p50", right=True, shorten=shorten_duration, stages=WAIT, drop=2),
+        Column("wait p90", right=True, shorten=shorten_duration, stages=WAIT),
         Column("preempt.", right=True),
     ]
     rows = []
@@ -111,13 +121,14 @@ def team_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     labels = {
         shown("  " + label + (" *" if c.partial(i) else "")) for i, label in enumerate(c.labels)
     }
+    least = max(len("team / run"), *(len(label) for label in labels))  # labels never cut
     columns = [
-        Column("team / run", shorten=_run_or_team(labels), stages=((1, len("team / run")),)),
-        Column("delivered", right=True),
-        Column("owed", right=True),
+        Column("team / run", shorten=_run_or_team(labels), stages=((1, least),)),
+        Column("delivered", right=True, drop=2),  # d/o says what these two do
+        Column("owed", right=True, drop=1),
         Column("d/o", right=True),
         Column("Δ d/o", right=True),
-        Column("wait p50 / p90", right=True),
+        Column("wait p50 / p90", right=True, shorten=_waits, stages=WAIT),
         Column("preempt.", right=True),
     ]
     rows: list[list[str]] = []
@@ -145,13 +156,22 @@ def team_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     return columns, rows
 
 
+def _waits(text: str, width: int) -> str:
+    """`4 h 38 min / 10 h 17 min` in `width`: each time in its largest unit (`5 h / 10 h`)."""
+    p50, sep, p90 = text.partition(" / ")
+    if not sep:
+        return text
+    short = [shorten_duration(t.strip(), width) for t in (p50, p90)]
+    return f"{short[0]:>4} / {short[1]:>4}"
+
+
 def _run_or_team(labels: set[str]) -> Callable[[str, int], str]:
-    """The first column of the teams table: a run's label (indented) is cut in the middle, a
-    team's path heading its rows is cut as a path."""
+    """The first column of the teams table: a run's label (indented) is shown whole, as in
+    the table of runs (one run, one name); a team's path heading its rows is cut as a path."""
 
     def shorten(text: str, width: int) -> str:
         if text in labels:
-            return shorten_middle_keep_tail(text, width)
+            return text
         return shorten_path(text, width)
 
     return shorten
