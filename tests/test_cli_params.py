@@ -133,9 +133,31 @@ def test_a_bad_value_says_what_the_option_takes_and_exits_2(args, message):
             id="a choice alloc checks",
         ),
         pytest.param(
-            ["simulate", "--days", "1", "--trace", "t.csv", "--synthetic"],
-            "error: alloc simulate: give exactly one of --trace TRACE.csv or --synthetic",
-            id="options that go together",
+            ["solve", "x.yaml", "--time-limit=-1"],
+            "error: alloc solve: --time-limit: expected a duration above 0, got '-1'",
+            id="a negative duration: out of bounds as 0 is, not misspelt",
+        ),
+        pytest.param(
+            ["simulate", "--synthetic", "--progress-every=-5m"],
+            "error: alloc simulate: --progress-every: expected a duration of at least 0, got '-5m'",
+            id="a negative duration where 0 is allowed",
+        ),
+        pytest.param(
+            ["queue", "x.yaml", "--state", "wating"],
+            "error: alloc queue: --state: expected one of running-protected, running, "
+            "preempted, starting, waiting, got 'wating'",
+            id="a bad state: the shape of every bad choice",
+        ),
+        pytest.param(
+            ["queue", "x.yaml", "--sort", "size"],
+            "error: alloc queue: --sort: expected one of wait, gpus, budget, state, id, ratio, "
+            "got 'size'",
+            id="a bad sort key: the same shape",
+        ),
+        pytest.param(
+            ["simulate", "--days", "1", "--synthetic", "--policy", "nosuch"],
+            "error: alloc simulate: --policy: expected one of ",
+            id="a bad policy: the same shape",
         ),
         pytest.param(
             ["budgets", "set", "a", "200%", "--as", "me", "--config", "c.yaml"],
@@ -163,6 +185,16 @@ def test_bad_input_on_the_command_line_is_said_in_one_form(args, message):
             "alloc validate [OPTIONS] INSTANCE PLAN",
         ),
         (["nosuch"], "no such command 'nosuch'", "alloc [OPTIONS] COMMAND [ARGS]..."),
+        (  # options given together that exclude each other, as one missing: with the usage
+            ["simulate", "--days", "1", "--trace", "t.csv", "--synthetic"],
+            "give exactly one of --trace TRACE.csv or --synthetic",
+            "alloc simulate [OPTIONS] [LAB]",
+        ),
+        (
+            ["simulate", "--days", "1"],
+            "give --trace TRACE.csv or --synthetic",
+            "alloc simulate [OPTIONS] [LAB]",
+        ),
     ],
 )
 def test_a_command_line_of_the_wrong_shape_is_followed_by_the_usage(args, message, usage):

@@ -272,7 +272,9 @@ def generate(
         tree = _parse_levels(levels)
         if depth is not None or width is not None:
             if depth is None or width is None:
-                raise InputError("--depth", "", "--depth and --width go together")
+                raise MissingInput(
+                    "--width" if width is None else "--depth", "--depth and --width go together"
+                )
             tree = _even_levels(depth, width, MAX_NODES)
         if sum(tree) > MAX_NODES:
             asked = f"--depth {depth} --width {width}" if depth is not None else levels

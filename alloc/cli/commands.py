@@ -14,7 +14,7 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from alloc.cli.common import MissingInput, bad_input, on_the_command_line, stdout_closed
+from alloc.cli.common import WithUsage, bad_input, on_the_command_line, stdout_closed
 from alloc.cli.params import as_written
 from alloc.io.errors import InputError
 
@@ -137,12 +137,13 @@ class Command(TyperCommand):
 
     def invoke(self, ctx: Any) -> Any:
         """Run the command; bad input it finds is said with the command's name (`bad_input`),
-        and what the command line lacks (MissingInput) then with its usage, as typer's own
-        missing argument is (`_say_usage_error`)."""
+        and what the command line lacks or options given together that exclude each other
+        (WithUsage) then with its usage, as typer's own missing argument is
+        (`_say_usage_error`)."""
         try:
             return super().invoke(ctx)
         except InputError as exc:
-            more = usage_lines(ctx) if isinstance(exc, MissingInput) else []
+            more = usage_lines(ctx) if isinstance(exc, WithUsage) else []
             bad_input(str(exc), ctx.command_path if on_the_command_line(exc) else "", more)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from alloc.cli.common import MissingInput, check_writable, console
-from alloc.cli.params import number, seconds, whole
+from alloc.cli.common import Conflict, MissingInput, check_writable, console
+from alloc.cli.params import number, one_of, seconds, whole
 from alloc.io.errors import InputError
 from alloc.io.limits import read_input
 
@@ -66,11 +66,7 @@ def progress_interval(text: str) -> float | None:
 def check_policy(name: str, option: str = "--policy") -> str:
     from alloc.sim.policies import REGISTRY
 
-    if name not in REGISTRY:
-        raise InputError(
-            option, "", f"unknown policy {name!r}; expected one of {', '.join(REGISTRY)}"
-        )
-    return name
+    return one_of(option, name, list(REGISTRY))
 
 
 def base_spec(
@@ -89,7 +85,7 @@ def base_spec(
     if trace is None and not synthetic:
         raise MissingInput("", "give --trace TRACE.csv or --synthetic")
     if trace is not None and synthetic:
-        raise InputError("", "", "give exactly one of --trace TRACE.csv or --synthetic")
+        raise Conflict("give exactly one of --trace TRACE.csv or --synthetic")
     if synthetic and options.get("start_s"):
         raise InputError(
             "--start", "", "replays a trace from later on: give --trace, not --synthetic"
