@@ -143,6 +143,12 @@ def test_a_bad_value_says_what_the_option_takes_and_exits_2(args, message):
             id="a negative duration where 0 is allowed",
         ),
         pytest.param(
+            ["simulate", "--synthetic", "--days", "1e-9"],
+            "error: alloc simulate: --days: expected at least one --round-interval of simulated "
+            "time, 5 min (0.00347 days), got 1e-09",
+            id="less simulated time than one round",
+        ),
+        pytest.param(
             ["queue", "x.yaml", "--state", "wating"],
             "error: alloc queue: --state: expected one of running-protected, running, "
             "preempted, starting, waiting, got 'wating'",
@@ -456,3 +462,13 @@ def test_a_missing_argument_alloc_finds_is_followed_by_the_usage_as_typer_s_own_
         f"Usage: {usage}",
         f"See '{command} --help'.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("days", "title"),
+    [(30, "30 days"), (1, "1 day"), (0.05, "1 h 12 min"), (1.5, "1 d 12 h"), (0.1, "2 h 24 min")],
+)
+def test_a_run_title_says_its_simulated_time_as_a_duration(days, title):
+    from alloc.report.fmt import simulated_span
+
+    assert simulated_span(days) == title  # `greedy, 0.05 days` before

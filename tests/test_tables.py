@@ -142,7 +142,7 @@ def test_the_simulate_summary_fits_80_columns_in_a_terminal_and_a_pipe(tmp_path,
     piped = alloc_piped(*args, "--out", tmp_path / "b")
     for text in (result.stdout, piped.stdout):
         out = text.splitlines()
-        assert out[0] == "greedy, 0.1 days"
+        assert out[0] == "greedy, 2 h 24 min"  # 0.1 days, as a duration
         assert out[1].split() == ["metric", "value"]
         assert out[-1].startswith("outputs in ")  # prose, whole however long its path
         assert all(len(line) <= 80 for line in out[:-1]), out

@@ -19,7 +19,7 @@ from alloc.printable import shown
 from alloc.readable import count, counted, duration, hours, number
 from alloc.readable import pct as fmt_pct
 from alloc.report.fmt import demand as fmt_demand
-from alloc.report.fmt import partial, ratio, worst_team
+from alloc.report.fmt import partial, ratio, simulated_span, worst_team
 from alloc.summary import Summary
 
 
@@ -129,7 +129,7 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         console.print(f"[bold red]{escape(banner)}[/]", highlight=False, soft_wrap=True)
     title = (
         (f"{m.get('label')}: " if m.get("label") != m["policy"] else "")
-        + f"{m['policy']}, {m['days']:g} day{'' if m['days'] == 1 else 's'}"
+        + f"{m['policy']}, {simulated_span(m['days'])}"
         + (" (partial)" if banner else "")
     )
     rows = [

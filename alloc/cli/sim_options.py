@@ -14,6 +14,7 @@ from alloc.cli.common import Conflict, MissingInput, check_writable, console
 from alloc.cli.params import number, one_of, seconds, whole
 from alloc.io.errors import InputError
 from alloc.io.limits import read_input
+from alloc.readable import duration
 
 if TYPE_CHECKING:  # the simulator and the solvers load when a command runs, not before
     from alloc.sim.run import Inputs, RunSpec
@@ -86,6 +87,14 @@ def base_spec(
         raise MissingInput("", "give --trace TRACE.csv or --synthetic")
     if trace is not None and synthetic:
         raise Conflict("give exactly one of --trace TRACE.csv or --synthetic")
+    step = options.get("round_interval_s") or 300.0
+    if days * 86_400.0 < step:  # not one round: "0 s simulated"
+        raise InputError(
+            "--days",
+            "",
+            f"expected at least one --round-interval of simulated time, {duration(step)} "
+            f"({step / 86_400.0:.3g} days), got {days:g}",
+        )
     if synthetic and options.get("start_s"):
         raise InputError(
             "--start", "", "replays a trace from later on: give --trace, not --synthetic"

@@ -29,9 +29,20 @@ __all__ = [  # the numbers as alloc.readable writes them, and the HTML around th
     "ratio",
     "signed",
     "signed_duration",
+    "simulated_span",
     "table",
     "worst_team",
 ]
+
+
+def simulated_span(days: float) -> str:
+    """The simulated time of a run, as a title says it: `5 days`, `1 day` in whole days, else
+    a duration (`alloc.readable.duration`): `0.05` is `1 h 12 min`, not `0.05 days`."""
+    seconds = days * 86_400.0
+    if days >= 1 and days == int(days):
+        return counted(int(days), "day")
+    return duration(seconds)
+
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;

@@ -22,6 +22,7 @@ from alloc.report.fmt import (
     page,
     partial,
     pct,
+    simulated_span,
     table,
     worst_team,
 )
@@ -67,7 +68,7 @@ def write_report(out_dir: Path, title: str, credit: str | None = None) -> Path:
 
 
 def _days(days: float) -> str:
-    return f"{days:g} day{'' if days == 1 else 's'}"
+    return simulated_span(days)
 
 
 def _header(m: dict[str, Any]) -> str:
