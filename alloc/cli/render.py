@@ -46,8 +46,10 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     console.print(Text(f"{shown(source)} at {format_time(plan.now)} (round: {round_s:.3f} s)"))
     # A MILP round the greedy plan already settled solved no model: no time to report.
     took = "without a MILP" if r.note == WITHOUT_MODEL else f"in {r.solve_seconds:.3f} s"
+    # The greedy solver's status is its name: said once (`solver greedy in 0.017 s`).
+    status = "" if r.status == r.solver else f": [bold]{escape(shown(r.status))}[/]"
     console.print(
-        f"solver [bold]{escape(shown(r.solver))}[/]: [bold]{escape(shown(r.status))}[/] {took}, "
+        f"solver [bold]{escape(shown(r.solver))}[/]{status} {took}, "
         f"objective {r.objective:,.2f}, bound {bound}, gap {gap}",
         highlight=False,
     )

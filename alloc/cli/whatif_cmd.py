@@ -42,6 +42,7 @@ from alloc.cli.sim_options import (
     stdout_console,
 )
 from alloc.io.errors import InputError
+from alloc.readable import counted
 
 if TYPE_CHECKING:
     from alloc.sim.run import RunSpec
@@ -135,8 +136,8 @@ def whatif(
         if outcome.stopped:
             partial = [label for label, m in outcome.results.items() if m.get("partial")]
             what = (
-                f"{len(outcome.results) - len(partial)} run(s) complete, {len(partial)} "
-                f"partial, {len(outcome.not_run)} not run"
+                f"{counted(len(outcome.results) - len(partial), 'run')} complete, "
+                f"{len(partial):,} partial, {len(outcome.not_run):,} not run"
             )
             exit_interrupted(f"{what}; the comparison of what was measured is in {out}")
 
