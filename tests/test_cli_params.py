@@ -472,3 +472,26 @@ def test_a_run_title_says_its_simulated_time_as_a_duration(days, title):
     from alloc.report.fmt import simulated_span
 
     assert simulated_span(days) == title  # `greedy, 0.05 days` before
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        pytest.param(
+            [],
+            "error: the environment: ALLOC_PROGRESS_EVERY: expected a duration such as 90s, "
+            "15m, 8h or 7d, got 'abc' (for --progress-every)",
+            id="from the environment: the variable is named",
+        ),
+        pytest.param(
+            ["--progress-every", "xyz"],
+            "error: alloc simulate: --progress-every: expected a duration",
+            id="given on the command line: the option is",
+        ),
+    ],
+)
+def test_a_bad_value_from_the_environment_names_the_variable(tmp_path, argv, said):
+    args = ["simulate", "--synthetic", "--days", "0.01", "--out", str(tmp_path / "o"), *argv]
+    result = CliRunner().invoke(app, args, env={"ALLOC_PROGRESS_EVERY": "abc"})
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(said), result.stderr

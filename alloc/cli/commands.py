@@ -7,6 +7,7 @@ every command from SUMMARIES without loading any. `Command` is the class of ever
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, MutableMapping
 from importlib import import_module
 from typing import Any
@@ -142,7 +143,8 @@ class Command(TyperCommand):
         (`_say_usage_error`)."""
         try:
             return super().invoke(ctx)
-        except InputError as exc:
+        except InputError as given:
+            exc = _from_the_environment(ctx, given)
             more = usage_lines(ctx) if isinstance(exc, WithUsage) else []
             bad_input(str(exc), ctx.command_path if on_the_command_line(exc) else "", more)
 
@@ -292,3 +294,20 @@ def _say_usage_error(exc: Any) -> None:
         bad_input(f"{where}: required, but not given", command, usage)
     message = exc.format_message().rstrip(".")
     bad_input(message[:1].lower() + message[1:], command, usage)
+
+
+def _from_the_environment(ctx: Any, exc: InputError) -> InputError:
+    """Bad input of an option whose value came from its environment variable (none was given
+    on the command line) blames the variable, as alloc.io.limits does its own:
+    `the environment: ALLOC_PROGRESS_EVERY: expected a duration ... (for --progress-every)`,
+    not the option the user never typed."""
+    for param in ctx.command.params:
+        if exc.file not in getattr(param, "opts", ()) or not param.envvar or param.name is None:
+            continue
+        # click's ParameterSource, as typer vendors it (private), by its name
+        if getattr(ctx.get_parameter_source(param.name), "name", None) != "ENVIRONMENT":
+            return exc
+        names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar)
+        variable = next((n for n in names if n in os.environ), names[0])
+        return InputError("the environment", variable, f"{exc.message} (for {exc.file})")
+    return exc
