@@ -108,9 +108,9 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
         [
             [
                 count(int(m.get("ready_gpus", 0))),
-                f"{m.get('allocated_occupancy', 0):.1%}",
-                f"{m.get('unallocated_occupancy', 0):.1%}",
-                f"{1 - m.get('occupancy', 0):.1%}",
+                fmt_pct(m.get("allocated_occupancy", 0)),  # never 100% what is not
+                fmt_pct(m.get("unallocated_occupancy", 0)),
+                fmt_pct(1 - m.get("occupancy", 0)),
             ]
         ],
         title="Occupancy of ready GPUs after the round",
