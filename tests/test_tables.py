@@ -150,6 +150,9 @@ def test_the_simulate_summary_fits_80_columns_in_a_terminal_and_a_pipe(tmp_path,
         (worst,) = [line for line in out if line.split()[:3] == ["worst", "team", worst_of(line)]]
         assert LONG not in worst and "…" in worst  # the path shortened in the middle...
         assert re.fullmatch(r"\d+\.\d\d%", worst.split()[-1])  # ... and its ratio whole
+        # "wall seconds 91.8" was read as the command's time (1 min 42 s with the report)
+        (wall,) = [line for line in out if line.startswith("wall time")]
+        assert re.fullmatch(r"wall time, simulation only \(no report\) +[\d,]+\.\d s", wall)
 
 
 # -- the table printer and the column helper ------------------------------------------------

@@ -18,8 +18,8 @@ from alloc.io.durations import format_time
 from alloc.printable import shown
 from alloc.readable import count, counted, duration, hours, number
 from alloc.readable import pct as fmt_pct
+from alloc.report.fmt import WALL_TIME, partial, ratio, simulated_span, wall_time, worst_team
 from alloc.report.fmt import demand as fmt_demand
-from alloc.report.fmt import partial, ratio, simulated_span, worst_team
 from alloc.summary import Summary
 
 
@@ -189,7 +189,7 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
             "event passes (skipped as quiet)",
             f"{count(m.get('event_passes', 0))} ({count(m.get('skipped_passes', 0))})",
         ),
-        ("wall seconds", f"{m['wall_seconds']:.1f}"),
+        (WALL_TIME, wall_time(m.get("wall_seconds"))),
     ]
     columns = [
         Column("metric"),

@@ -31,8 +31,21 @@ __all__ = [  # the numbers as alloc.readable writes them, and the HTML around th
     "signed_duration",
     "simulated_span",
     "table",
+    "WALL_TIME",
+    "wall_time",
     "worst_team",
 ]
+
+
+# What `wall_seconds` measures, as the summary and report.html name it: the simulation's own
+# time, from its first event to its last; not reading the inputs nor writing the outputs
+# (the plots and report.html, which the progress line shows as "writing the report ...").
+WALL_TIME = "wall time, simulation only (no report)"
+
+
+def wall_time(seconds: object) -> str:
+    """`wall_seconds` as the summary shows it: `91.8 s`; `-` when absent."""
+    return f"{seconds:,.1f} s" if isinstance(seconds, int | float) else "-"
 
 
 def simulated_span(days: float) -> str:
