@@ -76,6 +76,30 @@ class GeneratorSpec:
     name: str = "generated"
 
 
+def estimated_values(spec: GeneratorSpec) -> int:
+    """About how many YAML values (scalars and collections, as `alloc.io.limits` counts them)
+    the instance `generate(spec)` writes, without generating it: ~7 per budget node, ~16 per
+    workload, ~4 more per running workload and 2 per host it runs on (within a few percent of
+    the count at 256 to 4,096 hosts; tests/test_generate.py). `alloc generate` refuses up
+    front an instance it could not read back."""
+    ready = spec.hosts * spec.gpus_per_host * (1.0 - spec.unhealthy)
+    sizes = _capped(spec, int(ready))
+    weight = sum(sizes.values())
+    mean_gpus = sum(g * p for g, p in sizes.items()) / weight
+    mean_hosts = sum(max(1, -(-g // spec.gpus_per_host)) * p for g, p in sizes.items()) / weight
+    workloads = max(spec.demand, spec.running) * ready / mean_gpus
+    running = spec.running * ready / mean_gpus
+    return round(100 + 7 * sum(spec.levels) + 16 * workloads + running * (4 + 2 * mean_hosts))
+
+
+def _capped(spec: GeneratorSpec, ready_gpus: int) -> dict[int, float]:
+    """The mix of sizes drawn from: with `cap_sizes`, none above a quarter of the ready GPUs."""
+    if not spec.cap_sizes:
+        return spec.sizes
+    largest = max(1, ready_gpus // 4)
+    return {g: p for g, p in spec.sizes.items() if g <= largest} or {1: 1.0}
+
+
 def generate(spec: GeneratorSpec, policy: Policy | None = None) -> Snapshot:
     rng = random.Random(spec.seed)
     policy = policy or Policy()
@@ -89,10 +113,7 @@ def generate(spec: GeneratorSpec, policy: Policy | None = None) -> Snapshot:
         )
         for leaf in leaves
     }
-    sizes = spec.sizes
-    if spec.cap_sizes:  # keep every workload within a quarter of the cluster
-        largest = max(1, cluster.ready_gpus // 4)
-        sizes = {g: p for g, p in spec.sizes.items() if g <= largest} or {1: 1.0}
+    sizes = _capped(spec, cluster.ready_gpus)  # keep every workload within a quarter
     weights = [tree.effective_allocation(leaf) for leaf in leaves]
     workloads: list[Workload] = []
     packer = _Packer(cluster, spec.gpus_per_host)

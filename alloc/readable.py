@@ -57,8 +57,15 @@ def number(value: float | None, digits: int = 1) -> str:
 
 
 def pct(value: float | None, digits: int = 1) -> str:
-    """A fraction as a percentage: `0.953` -> `95.3%`; `-` for None."""
-    return "-" if value is None else f"{100 * value:.{digits}f}%"
+    """A fraction as a percentage: `0.953` -> `95.3%`; `-` for None. Rounded to the nearest,
+    except that what is not 100% never reads 100%: 0.99995 is `99.9%` with one digit, `99.99%`
+    with two (the terminal and report.html said `99.99%` and `100.0%` of one run)."""
+    if value is None:
+        return "-"
+    text = f"{100 * value:.{digits}f}"
+    if value < 1.0 and float(text) >= 100.0:
+        text = f"{100.0 - 10.0**-digits:.{digits}f}"
+    return text + "%"
 
 
 def _half_up(x: float) -> int:

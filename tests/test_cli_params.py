@@ -133,9 +133,37 @@ def test_a_bad_value_says_what_the_option_takes_and_exits_2(args, message):
             id="a choice alloc checks",
         ),
         pytest.param(
-            ["simulate", "--days", "1", "--trace", "t.csv", "--synthetic"],
-            "error: alloc simulate: give exactly one of --trace TRACE.csv or --synthetic",
-            id="options that go together",
+            ["solve", "x.yaml", "--time-limit=-1"],
+            "error: alloc solve: --time-limit: expected a duration above 0, got '-1'",
+            id="a negative duration: out of bounds as 0 is, not misspelt",
+        ),
+        pytest.param(
+            ["simulate", "--synthetic", "--progress-every=-5m"],
+            "error: alloc simulate: --progress-every: expected a duration of at least 0, got '-5m'",
+            id="a negative duration where 0 is allowed",
+        ),
+        pytest.param(
+            ["simulate", "--synthetic", "--days", "1e-9"],
+            "error: alloc simulate: --days: expected at least one --round-interval of simulated "
+            "time, 5 min (0.00347 days), got 1e-09",
+            id="less simulated time than one round",
+        ),
+        pytest.param(
+            ["queue", "x.yaml", "--state", "wating"],
+            "error: alloc queue: --state: expected one of running-protected, running, "
+            "preempted, starting, waiting, got 'wating'",
+            id="a bad state: the shape of every bad choice",
+        ),
+        pytest.param(
+            ["queue", "x.yaml", "--sort", "size"],
+            "error: alloc queue: --sort: expected one of wait, gpus, budget, state, id, ratio, "
+            "got 'size'",
+            id="a bad sort key: the same shape",
+        ),
+        pytest.param(
+            ["simulate", "--days", "1", "--synthetic", "--policy", "nosuch"],
+            "error: alloc simulate: --policy: expected one of ",
+            id="a bad policy: the same shape",
         ),
         pytest.param(
             ["budgets", "set", "a", "200%", "--as", "me", "--config", "c.yaml"],
@@ -163,6 +191,16 @@ def test_bad_input_on_the_command_line_is_said_in_one_form(args, message):
             "alloc validate [OPTIONS] INSTANCE PLAN",
         ),
         (["nosuch"], "no such command 'nosuch'", "alloc [OPTIONS] COMMAND [ARGS]..."),
+        (  # options given together that exclude each other, as one missing: with the usage
+            ["simulate", "--days", "1", "--trace", "t.csv", "--synthetic"],
+            "give exactly one of --trace TRACE.csv or --synthetic",
+            "alloc simulate [OPTIONS] [LAB]",
+        ),
+        (
+            ["simulate", "--days", "1"],
+            "give --trace TRACE.csv or --synthetic",
+            "alloc simulate [OPTIONS] [LAB]",
+        ),
     ],
 )
 def test_a_command_line_of_the_wrong_shape_is_followed_by_the_usage(args, message, usage):
@@ -424,3 +462,36 @@ def test_a_missing_argument_alloc_finds_is_followed_by_the_usage_as_typer_s_own_
         f"Usage: {usage}",
         f"See '{command} --help'.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("days", "title"),
+    [(30, "30 days"), (1, "1 day"), (0.05, "1 h 12 min"), (1.5, "1 d 12 h"), (0.1, "2 h 24 min")],
+)
+def test_a_run_title_says_its_simulated_time_as_a_duration(days, title):
+    from alloc.report.fmt import simulated_span
+
+    assert simulated_span(days) == title  # `greedy, 0.05 days` before
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        pytest.param(
+            [],
+            "error: the environment: ALLOC_PROGRESS_EVERY: expected a duration such as 90s, "
+            "15m, 8h or 7d, got 'abc' (for --progress-every)",
+            id="from the environment: the variable is named",
+        ),
+        pytest.param(
+            ["--progress-every", "xyz"],
+            "error: alloc simulate: --progress-every: expected a duration",
+            id="given on the command line: the option is",
+        ),
+    ],
+)
+def test_a_bad_value_from_the_environment_names_the_variable(tmp_path, argv, said):
+    args = ["simulate", "--synthetic", "--days", "0.01", "--out", str(tmp_path / "o"), *argv]
+    result = CliRunner().invoke(app, args, env={"ALLOC_PROGRESS_EVERY": "abc"})
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(said), result.stderr

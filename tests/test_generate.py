@@ -116,3 +116,42 @@ def test_runtimes_leave_the_rest_of_a_generated_instance_as_it_was():
     first = snapshot.workloads[0]
     assert (first.gpus, first.budget, first.min_runtime_s) == (1, "vision/team2/r7", 4 * 3600)
     assert (len(snapshot.workloads), sum(w.gpus for w in snapshot.workloads)) == (51, 333)
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--hosts", "70000"], "70,000 hosts are more than the 65,536 alloc reads"),
+        (["--hosts", "40000"], "320,000 GPUs, more than the 262,144 alloc reads"),
+        (["--hosts", "20000", "--demand", "4"], "more than the 500,000 alloc reads in one file"),
+    ],
+)
+def test_an_instance_no_command_could_read_is_refused_at_once_and_nothing_written(
+    tmp_path: Path, options, says
+):
+    out = tmp_path / "g.yaml"
+    result = CliRunner().invoke(app, ["generate", *options, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "--hosts:" in result.stderr
+    assert says in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        GeneratorSpec(hosts=16),
+        GeneratorSpec(hosts=256),
+        GeneratorSpec(hosts=1024, demand=5.0),
+        GeneratorSpec(hosts=512, sizes={64: 1.0}, cap_sizes=False),
+    ],
+    ids=["16 hosts", "256 hosts", "demand 5", "64-GPU gangs"],
+)
+def test_the_values_estimated_up_front_are_within_a_tenth_of_those_written(spec):
+    from alloc.generate import estimated_values
+    from alloc.io import dump_instance
+    from alloc.io.yaml_source import _Reader
+
+    reader = _Reader(dump_instance(generate(spec), ""), "g.yaml", None)
+    reader.read()
+    assert 0.9 <= estimated_values(spec) / reader.values <= 1.1

@@ -290,7 +290,7 @@ def test_ctrl_c_stops_whatif_and_compares_what_was_measured(tmp_path, jobs):
     assert "Traceback" not in stderr
     not_run = ["base/greedy", "base/fifo", "base/fairshare-sort"][int(jobs) :]
     assert last_line(stderr) == (
-        f"interrupted (Ctrl-C): 0 run(s) complete, {len(started)} partial, {len(not_run)} "
+        f"interrupted (Ctrl-C): 0 runs complete, {len(started)} partial, {len(not_run)} "
         f"not run; the comparison of what was measured is in {out}"
     )
     assert_lines_stop_when_written(stderr, started)

@@ -334,6 +334,8 @@ def test_every_row_of_whatifs_tables_is_one_line(tmp_path, width):
     assert shown_as(teams[6].split()[0], "base/legacy-priority")
     assert teams[6].split()[1:4] == ["100", "100", "80.0%"]  # delivered, owed, d/o
     assert teams[7].split()[1:5] == ["90", "100", "70.0%", "-10.0"]  # ... and Δ d/o
+    # one run, one name: cut alike in both tables (`scienc…p/greedy` in the second before)
+    assert overall[3].split()[0] == teams[7].split()[0]
     if width == 200:
         assert "…" not in "".join(overall + teams)
     else:

@@ -194,3 +194,18 @@ def test_a_minimum_runtime_above_the_maximum_is_told_as_written_not_in_decimal_h
     assert result.exit_code == 2
     assert "min_runtime: 3760s is above max_min_runtime (1h)" in result.stderr, result.stderr
     assert "1.04444" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "shown"),
+    [
+        (0.99995, 1, "99.9%"),  # report.html said 100.0% where the terminal said 99.99%
+        (0.99995, 2, "99.99%"),
+        (0.999999, 2, "99.99%"),
+        (1.0, 1, "100.0%"),
+        (0.9994, 1, "99.9%"),
+        (0.95349, 2, "95.35%"),  # elsewhere the nearest, as before
+    ],
+)
+def test_a_percentage_never_reads_100_percent_unless_it_is(value, digits, shown):
+    assert pct(value, digits) == shown

@@ -578,12 +578,26 @@ budgets:
 
 @pytest.mark.parametrize("with_alt", [True, False], ids=["second scenario", "only scenario"])
 def test_a_scenario_that_lacks_a_budget_the_trace_uses_is_bad_input(files, tmp_path, with_alt):
-    # The trace's j2 (line 3) is team b's; the scenario nob.yaml has no b.
+    # The trace's j2 is team b's; the scenario nob.yaml has no b: the scenario is at fault.
     scenario = write(tmp_path, "nob.yaml", SCENARIO_WITHOUT_B)
     out = tmp_path / "out"
     alt = ["--scenario", files["alt.yaml"]] if with_alt else []
     result = whatif(files, out, *alt, "--scenario", scenario, "--policies", "greedy")
-    assert_bad_input(result, out, "nob", f"{files['trace.csv']}:3", "budget", "'b'")
+    said = (
+        f"{scenario}: budgets: has no node 'b', which 1 workload of the trace {files['trace.csv']}"
+    )
+    assert_bad_input(result, out, said)
+
+
+def test_a_scenario_that_lacks_a_node_the_synthetic_trace_uses_is_its_fault(tmp_path):
+    # A new user saw `the synthetic trace:96: budget: unknown budget node 'science/team1'`: a
+    # line of a trace alloc drew itself. The scenario file lacks the node; it is named.
+    scenario = write(tmp_path, "nob.yaml", SCENARIO_WITHOUT_B.replace("root", "lab"))
+    out = tmp_path / "out"
+    result = run("whatif", "--synthetic", "--scenario", scenario, "--days", "0.01", "--out", out)
+    assert_bad_input(result, out, f"error: {scenario}: budgets: has no node 'nlp/team1'")
+    assert "of the synthetic trace drawn from the lab are charged to" in result.stderr
+    assert "synthetic trace:" not in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -20,10 +20,14 @@ from typer.testing import CliRunner
 from alloc.cli.app import app
 from alloc.cli.columns import (
     Column,
+    Layout,
+    abbreviations,
     fit,
     format_row,
     lines,
+    notes,
     shorten_duration,
+    shorten_end,
     shorten_middle,
     shorten_path,
 )
@@ -138,7 +142,7 @@ def test_the_simulate_summary_fits_80_columns_in_a_terminal_and_a_pipe(tmp_path,
     piped = alloc_piped(*args, "--out", tmp_path / "b")
     for text in (result.stdout, piped.stdout):
         out = text.splitlines()
-        assert out[0] == "greedy, 0.1 days"
+        assert out[0] == "greedy, 2 h 24 min"  # 0.1 days, as a duration
         assert out[1].split() == ["metric", "value"]
         assert out[-1].startswith("outputs in ")  # prose, whole however long its path
         assert all(len(line) <= 80 for line in out[:-1]), out
@@ -146,6 +150,9 @@ def test_the_simulate_summary_fits_80_columns_in_a_terminal_and_a_pipe(tmp_path,
         (worst,) = [line for line in out if line.split()[:3] == ["worst", "team", worst_of(line)]]
         assert LONG not in worst and "…" in worst  # the path shortened in the middle...
         assert re.fullmatch(r"\d+\.\d\d%", worst.split()[-1])  # ... and its ratio whole
+        # "wall seconds 91.8" was read as the command's time (1 min 42 s with the report)
+        (wall,) = [line for line in out if line.startswith("wall time")]
+        assert re.fullmatch(r"wall time, simulation only \(no report\) +[\d,]+\.\d s", wall)
 
 
 # -- the table printer and the column helper ------------------------------------------------
@@ -282,21 +289,34 @@ def test_status_of_a_deep_tree_names_the_node_of_every_ratio_it_shows(width):
     assert (levels <= {1, 2, 3}) if width < 120 else levels == {3}, out[:5]
 
 
-def test_queue_of_a_generated_lab_in_80_columns_keeps_budgets_apart_and_reasons_readable(tmp_path):
-    lab, plan = tmp_path / "lab16.yaml", tmp_path / "plan16.json"
+@pytest.fixture(scope="module")
+def lab16(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("lab16")
+    lab, plan = folder / "lab16.yaml", folder / "plan16.json"
     invoke("generate", "--hosts", "16", "-o", lab)
     invoke("solve", lab, "-o", plan)
+    return lab, plan
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_queue_of_a_generated_lab_keeps_budgets_apart_and_reasons_readable(lab16, width):
+    lab, plan = lab16
     wide = invoke("queue", lab, "--plan", plan, columns=None)  # a pipe: nothing shortened
     n = len(wide) - 2  # the header and the footer on one line
-    out = invoke("queue", lab, "--plan", plan)
-    assert all(len(line) <= 80 for line in out), out
+    out = invoke("queue", lab, "--plan", plan, columns=width)
+    # at 60 the rows were 65 characters, a reason cut to `under_a…` the legend promised as
+    # `under_alloc`: now MINRUN is left out, and said so
+    assert all(len(line) <= width for line in out), out
+    assert ("left out at 60 columns: MINRUN" in " ".join(out)) == (width == 60)
+    assert not any("…" in line.split()[-1] for line in out[1 : n + 1])  # codes never cut
     full = {line.split()[0]: line.split()[2] for line in wide[1 : n + 1]}
     shown = {line.split()[0]: line.split()[2] for line in out[1 : n + 1]}
     assert full.keys() == shown.keys() and any("…" in b for b in shown.values())
     # Different budgets never read alike (science/team3/r12 and robotics/team2/r12 both read
     # `…/t…/r12` before), and here each keeps its team and leaf whole.
     assert len(set(shown.values())) == len(set(full.values()))
-    assert all(b.split("/")[-2:] == full[w].split("/")[-2:] for w, b in shown.items())
+    if width == 80:
+        assert all(b.split("/")[-2:] == full[w].split("/")[-2:] for w, b in shown.items())
     legend, code_of = " ".join(" ".join(out[n + 1 :]).split()), {v: k for k, v in REASONS.items()}
     for line in out[1 : n + 1]:  # each reason whole, or written shorter as the legend says
         reason = line.split()[-1]
@@ -375,3 +395,50 @@ def test_codes_are_written_shorter_before_they_are_cut():
 )
 def test_a_time_waiting_narrowed_keeps_its_largest_unit_rounded_half_up(text, shorter):
     assert shorten_duration(text, 4) == shorter
+
+
+def test_the_legend_promises_a_code_only_where_it_is_shown_whole():
+    column = Column("reason", shorten=shorten_end, codes=REASONS)
+    rows = [["under_allocation"]]
+    layout = Layout([8], " ")  # narrower than the code written shorter: cut
+    assert abbreviations([column], layout, rows) == ""
+    assert abbreviations([column], Layout([11], " "), rows) == "under_alloc = under_allocation"
+
+
+def test_a_table_too_wide_leaves_out_its_least_useful_columns_and_says_so():
+    columns = [
+        Column("name"),
+        Column("kept", right=True),
+        Column("spare", right=True, drop=1),
+        Column("first", right=True, drop=2),
+    ]
+    rows = [["a-long-name", "12345", "67890", "13579"]]
+    layout = fit(columns, rows, 20)
+    assert layout.dropped == {2, 3}  # `first` (drop 2) did not make room enough
+    assert all(len(line) <= 20 for line in lines(columns, rows, 20))
+    assert notes(columns, layout, rows) == ["left out at 20 columns: spare, first"]
+    # none to leave out: the table says it is too wide rather than overflow silently
+    layout = fit(columns[:2], [rows[0][:2]], 10)
+    assert notes(columns[:2], layout, [rows[0][:2]]) == [
+        "the table is 17 characters wide, wider than the 10 columns given (COLUMNS)"
+    ]
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_whatif_names_each_run_whole_and_alike_in_both_tables(tmp_path, width):
+    from test_report import make_run
+
+    from alloc.cli.render_whatif import print_comparison
+    from alloc.report.compare import compare
+
+    labels = ["base/greedy", "base/fifo", "science-up/greedy", "science-up/fifo"]
+    runs = [(label, make_run(tmp_path / label.replace("/", "-"))) for label in labels]
+    screen = io.StringIO()
+    console = Console(file=screen, width=width, color_system=None)
+    print_comparison(console, compare(runs), [], None, tmp_path, teams=True)
+    out = screen.getvalue().splitlines()
+    assert all(len(line) <= width for line in out), out  # were 62 and 71 at 60
+    first = [line.split()[0] for line in out if line.split()[:1] and line.split()[0] in labels]
+    indented = [line.split()[0] for line in out if line.startswith("  ") and "/" in line]
+    assert set(first) == set(labels)  # `bas…eedy` and `scienc…p/greedy` before
+    assert set(labels) <= set(indented)

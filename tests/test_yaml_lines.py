@@ -67,6 +67,18 @@ SYNTAX = [
         id="a key without its colon between two others",
     ),
     pytest.param(
+        "now: x\n   bad: 1\n",  # <- 2: over-indented, read on as the value of line 1
+        2,
+        "mapping values are not allowed",
+        id="an over-indented line after a value: its own line, as the parser says",
+    ),
+    pytest.param(
+        "a: 1\nnow: x\n    bad: 1\n",  # <- 3
+        3,
+        "mapping values are not allowed",
+        id="an over-indented line after a value, lower down",
+    ),
+    pytest.param(
         "cluster:\n  name c\n  hosts: []\n",  # <- 2: the first key of a nested mapping
         2,
         "mapping values are not allowed",

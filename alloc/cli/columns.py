@@ -8,8 +8,13 @@ each may go at each stage): the codes of a column written shorter (`Column.codes
 `over_allocation` -> `over_alloc`, explained by `abbreviations`), then its longer cells
 shortened with an ellipsis (`shorten_end`, `shorten_middle`, `shorten_path`,
 `shorten_ratios`); numbers are never cut, and a column of names (`Column.distinct`: ids,
-budget paths) never so far that two of its different cells read the same. A column whose
-cells come out narrower than its width at a stage frees the rest before the next stage. A row
+budget paths) never so far that two of its different cells read the same; the legend
+(`abbreviations`) promises only the codes written shorter that a cell shows whole. A column
+whose cells come out narrower than its width at a stage frees the rest before the
+next stage. When the last stage still leaves a line wider than the width, the columns a table
+marks as least useful (`Column.drop`) are left out, the least useful first, and the table's
+notes (`notes`) name them; a table still too wide says so there rather than overflow
+silently (every line a table prints fits the width, COLUMNS in a terminal). A row
 of one cell is a group heading and may use the whole line. Every cell is shown as
 `alloc.printable.shown` writes it (a name a cluster reports may hold an escape sequence or a
 line break), before it is measured (`visible`)."""
@@ -28,6 +33,7 @@ __all__ = [
     "Layout",
     "abbreviations",
     "fit",
+    "notes",
     "format_row",
     "lines",
     "shorten_end",
@@ -207,6 +213,9 @@ class Column:
     # `over_alloc`), before it is cut; the table's legend says what they stand for.
     codes: Mapping[str, str] = field(default_factory=dict)
     distinct: bool = False  # names: never narrowed so far that two different cells read alike
+    # Left out when even the last stage leaves the line too wide: 0 never, else the columns
+    # with the highest `drop` first (the least useful).
+    drop: int = 0
 
     def cut(self, text: str, width: int) -> str:
         """The cell in `width`: whole if it fits, else with its codes written shorter (the
@@ -228,10 +237,13 @@ class Column:
 class Layout:
     widths: list[int]
     sep: str
+    dropped: frozenset[int] = frozenset()  # columns left out (`Column.drop`)
+    width: int | None = None  # the width fitted to
 
     @property
     def full(self) -> int:
-        return sum(self.widths) + len(self.sep) * (len(self.widths) - 1)
+        shown = [w for i, w in enumerate(self.widths) if i not in self.dropped]
+        return sum(shown) + len(self.sep) * (len(shown) - 1)
 
 
 def _cells(columns: Sequence[Column], rows: Sequence[Sequence[str]], i: int) -> list[str]:
@@ -275,8 +287,19 @@ def fit(
                 used = max(len(columns[i].cut(t, widths[i])) for t in _cells(columns, rows, i))
                 over -= widths[i] - used
                 widths[i] = used
+    dropped: set[int] = set()
+    if over > 0:  # measured afresh: the least useful columns left out until the rest fit
+        _give_back(columns, rows, natural, widths)
+        over = Layout(widths, " " * tight).full - width
+        for i in sorted(
+            (i for i, c in enumerate(columns) if c.drop), key=lambda i: -columns[i].drop
+        ):
+            if over <= 0:
+                break
+            dropped.add(i)
+            over -= widths[i] + tight
     _give_back(columns, rows, natural, widths, max(0, -over))
-    return Layout(widths, " " * tight)
+    return Layout(widths, " " * tight, frozenset(dropped), width)
 
 
 def _distinct(column: Column, names: set[str], width: int) -> bool:
@@ -311,7 +334,9 @@ def format_row(columns: Sequence[Column], layout: Layout, cells: Sequence[str]) 
     if len(cells) == 1 and len(columns) > 1:
         return (columns[0].shorten or shorten_end)(cells[0], layout.full)
     parts = []
-    for c, w, text in zip(columns, layout.widths, cells, strict=True):
+    for i, (c, w, text) in enumerate(zip(columns, layout.widths, cells, strict=True)):
+        if i in layout.dropped:
+            continue
         text = c.cut(text, w)
         parts.append(text.rjust(w) if c.right else text.ljust(w))
     return layout.sep.join(parts).rstrip()
@@ -327,11 +352,35 @@ def abbreviations(columns: Sequence[Column], layout: Layout, rows: Sequence[Sequ
     (`over_alloc = over_allocation, displaced = unallocated_displaced`); "" when none is."""
     used = []
     for i, c in enumerate(columns):
+        if i in layout.dropped:
+            continue
         cells = {r[i]: c.cut(r[i], layout.widths[i]) for r in rows if len(r) == len(columns)}
         for code, short in c.codes.items():
-            if any(code in text and code not in cut for text, cut in cells.items()):
+            # promised only where the short code is shown whole
+            if any(
+                code in text and code not in cut and short in cut for text, cut in cells.items()
+            ):
                 used.append(f"{short} = {code}")
     return ", ".join(used)
+
+
+def notes(columns: Sequence[Column], layout: Layout, rows: Sequence[Sequence[str]]) -> list[str]:
+    """The lines a table ends with when it was fitted: what the codes written shorter stand
+    for, the columns left out at this width, and, when even so a line is wider than the
+    width, that it is (never an overflow nobody is told of)."""
+    out = []
+    short = abbreviations(columns, layout, rows)
+    if short:
+        out.append(f"abbreviated: {short}")
+    if layout.dropped:
+        heads = ", ".join(columns[i].head for i in sorted(layout.dropped))
+        out.append(f"left out at {layout.width} columns: {heads}")
+    if layout.width is not None and layout.full > layout.width:
+        out.append(
+            f"the table is {layout.full} characters wide, wider than the {layout.width} "
+            "columns given (COLUMNS)"
+        )
+    return out
 
 
 def lines(
@@ -345,7 +394,7 @@ def lines(
     layout = fit(columns, rows, width, tight)
     return [format_row(columns, layout, [c.head for c in columns])] + [
         format_row(columns, layout, r) for r in rows
-    ]
+    ]  # the caller adds `notes`
 
 
 def wrap(text: str, width: int | None) -> list[str]:

@@ -7,6 +7,7 @@ every command from SUMMARIES without loading any. `Command` is the class of ever
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, MutableMapping
 from importlib import import_module
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from alloc.cli.common import MissingInput, bad_input, on_the_command_line, stdout_closed
+from alloc.cli.common import WithUsage, bad_input, on_the_command_line, stdout_closed
 from alloc.cli.params import as_written
 from alloc.io.errors import InputError
 
@@ -137,12 +138,14 @@ class Command(TyperCommand):
 
     def invoke(self, ctx: Any) -> Any:
         """Run the command; bad input it finds is said with the command's name (`bad_input`),
-        and what the command line lacks (MissingInput) then with its usage, as typer's own
-        missing argument is (`_say_usage_error`)."""
+        and what the command line lacks or options given together that exclude each other
+        (WithUsage) then with its usage, as typer's own missing argument is
+        (`_say_usage_error`)."""
         try:
             return super().invoke(ctx)
-        except InputError as exc:
-            more = usage_lines(ctx) if isinstance(exc, MissingInput) else []
+        except InputError as given:
+            exc = _from_the_environment(ctx, given)
+            more = usage_lines(ctx) if isinstance(exc, WithUsage) else []
             bad_input(str(exc), ctx.command_path if on_the_command_line(exc) else "", more)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
@@ -291,3 +294,20 @@ def _say_usage_error(exc: Any) -> None:
         bad_input(f"{where}: required, but not given", command, usage)
     message = exc.format_message().rstrip(".")
     bad_input(message[:1].lower() + message[1:], command, usage)
+
+
+def _from_the_environment(ctx: Any, exc: InputError) -> InputError:
+    """Bad input of an option whose value came from its environment variable (none was given
+    on the command line) blames the variable, as alloc.io.limits does its own:
+    `the environment: ALLOC_PROGRESS_EVERY: expected a duration ... (for --progress-every)`,
+    not the option the user never typed."""
+    for param in ctx.command.params:
+        if exc.file not in getattr(param, "opts", ()) or not param.envvar or param.name is None:
+            continue
+        # click's ParameterSource, as typer vendors it (private), by its name
+        if getattr(ctx.get_parameter_source(param.name), "name", None) != "ENVIRONMENT":
+            return exc
+        names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar)
+        variable = next((n for n in names if n in os.environ), names[0])
+        return InputError("the environment", variable, f"{exc.message} (for {exc.file})")
+    return exc

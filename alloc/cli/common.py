@@ -26,7 +26,9 @@ from alloc.printable import shown
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_STDOUT_CLOSED",
+    "Conflict",
     "MissingInput",
+    "WithUsage",
     "bad_input",
     "check_writable",
     "console",
@@ -141,7 +143,21 @@ def bad_input(message: str, command: str = "", more: Iterable[str] = ()) -> NoRe
     raise typer.Exit(2)
 
 
-class MissingInput(InputError):
+class WithUsage(InputError):
+    """Bad input on the command line that its usage line helps with: what it lacks
+    (MissingInput) or options given together that do not go together (Conflict)."""
+
+
+class Conflict(WithUsage):
+    """Options given together that exclude each other (`--trace` and `--synthetic`): said as
+    other bad input on the command line is, then followed by the usage line, as what the
+    command line lacks is."""
+
+    def __init__(self, message: str, option: str = "") -> None:
+        super().__init__(option, "", message)
+
+
+class MissingInput(WithUsage):
     """What a command line lacks that typer cannot know is needed (an argument that is
     optional in one form of the command, `alloc queue [INSTANCE]` or `--config`; an option
     another option needs): said as other bad input on the command line is, then followed by

@@ -28,6 +28,7 @@ metavar (`--hosts N`), not typer's type.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
@@ -216,6 +217,8 @@ def seconds(
     from alloc.io.errors import InputError
 
     bounds = _bounds(None if above is not None or not min else min, None, above)
+    if _negative_duration(text):  # `-1` is out of bounds, not a misspelt duration
+        raise InputError(option, "", f"expected a duration{bounds or _bounds(min)}, got {text!r}")
     if _not_finite(text):
         raise InputError(option, "", f"expected a finite duration{bounds}, got {text!r}")
     try:
@@ -224,6 +227,30 @@ def seconds(
         raise InputError(option, "", str(exc)) from None
     if value < min or (above is not None and value <= above):
         raise InputError(option, "", f"expected a duration{bounds}, got {text!r}")
+    return value
+
+
+def _negative_duration(text: str) -> bool:
+    """Whether `text` is a duration with a minus sign before it (`-1`, `-5m`)."""
+    from alloc.io.durations import parse_duration
+
+    body = text.strip()
+    if not body.startswith("-"):
+        return False
+    try:
+        parse_duration(body[1:])
+    except ValueError:
+        return False
+    return True
+
+
+def one_of(option: str, value: str, choices: Sequence[str]) -> str:
+    """`value` if it is one of `choices`, else bad input of `option` in the one shape every
+    choice is refused in: `--sort: expected one of wait, gpus, budget, got 'size'`."""
+    from alloc.io.errors import InputError
+
+    if value not in choices:
+        raise InputError(option, "", f"expected one of {', '.join(choices)}, got {value!r}")
     return value
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alloc.cli.common import MissingInput, guarded, table_width
-from alloc.cli.params import solver_option
+from alloc.cli.params import one_of, solver_option
 from alloc.cli.plans import checked_plan
 from alloc.io.errors import InputError
 
@@ -121,8 +121,7 @@ def _can_write(text: str) -> bool:
 
 
 def _one_of(option: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise InputError(option, "", f"expected one of {', '.join(choices)}, got {value!r}")
+    one_of(option, value, choices)
 
 
 def _states(values: list[str] | None) -> frozenset[State] | None:
@@ -134,10 +133,7 @@ def _states(values: list[str] | None) -> frozenset[State] | None:
     names = [v.strip() for text in values for v in text.split(",") if v.strip()]
     valid = [s.value for s in State]
     for name in names:
-        if name not in valid:
-            raise InputError(
-                "--state", "", f"unknown state {name!r}; expected one of {', '.join(valid)}"
-            )
+        one_of("--state", name, valid)
     if not names:
         raise InputError("--state", "", f"no state given; expected one of {', '.join(valid)}")
     return frozenset(State(n) for n in names)

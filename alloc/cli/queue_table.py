@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from alloc.cli.columns import (
     ELLIPSIS,
     Column,
-    abbreviations,
     fit,
     format_row,
+    notes,
+    shorten_duration,
     shorten_end,
     shorten_middle,
     shorten_path,
@@ -65,13 +66,14 @@ STATES: dict[str, str] = {State.RUNNING_PROTECTED: "protected"}
 
 # Ids and GPU types are first narrowed to a readable width and paths to 16 (cut at their
 # slashes), then reasons to 12 (every reason whole or written shorter), then ids, paths and
-# types to their least (ids and paths never so far that two read alike), then states, and only
-# then reasons are cut: the reason is what a person reads the queue for.
+# types to their least (ids and paths never so far that two read alike), then states; reasons are
+# never cut: the reason is what a person reads the queue for.
 NAME = ((1, 12), (3, 8))
 PATH = ((1, 16), (3, 6))
 TYPE = ((1, 6), (3, 4))
 STATE = ((4, 9),)
-REASON = ((2, 12), (5, 8))
+REASON = ((2, 12),)  # never cut: every reason whole or written shorter (`protect…` was cut)
+WAIT = ((4, 7),)  # in its largest unit: `1 d 21 h` -> `2 d`
 
 
 def table_lines(rows: Sequence[QueueRow], width: int | None, types: bool) -> list[str]:
@@ -86,8 +88,8 @@ def table_lines(rows: Sequence[QueueRow], width: int | None, types: bool) -> lis
     if types:
         columns.append(Column("TYPE", shorten=shorten_end, stages=TYPE))
     columns += [
-        Column("WAIT", right=True),
-        Column("MINRUN", right=True),
+        Column("WAIT", right=True, shorten=shorten_duration, stages=WAIT),
+        Column("MINRUN", right=True, drop=1),  # the least useful: a narrow terminal leaves it out
         Column("RATIO", right=True),
         Column("REASON", shorten=shorten_end, stages=REASON, codes=REASONS),
     ]
@@ -109,8 +111,7 @@ def table_lines(rows: Sequence[QueueRow], width: int | None, types: bool) -> lis
     layout = fit(columns, cells, width)
     out = [format_row(columns, layout, [c.head for c in columns])]
     out += [format_row(columns, layout, r) for r in cells]
-    short = abbreviations(columns, layout, cells)
-    return out + wrap(f"abbreviated: {short}", width) if short else out
+    return out + [line for note in notes(columns, layout, cells) for line in wrap(note, width)]
 
 
 def footer(rows: Sequence[QueueRow], total: int, width: int | None) -> list[str]:

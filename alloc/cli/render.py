@@ -18,8 +18,8 @@ from alloc.io.durations import format_time
 from alloc.printable import shown
 from alloc.readable import count, counted, duration, hours, number
 from alloc.readable import pct as fmt_pct
+from alloc.report.fmt import WALL_TIME, partial, ratio, simulated_span, wall_time, worst_team
 from alloc.report.fmt import demand as fmt_demand
-from alloc.report.fmt import partial, ratio, worst_team
 from alloc.summary import Summary
 
 
@@ -46,8 +46,10 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     console.print(Text(f"{shown(source)} at {format_time(plan.now)} (round: {round_s:.3f} s)"))
     # A MILP round the greedy plan already settled solved no model: no time to report.
     took = "without a MILP" if r.note == WITHOUT_MODEL else f"in {r.solve_seconds:.3f} s"
+    # The greedy solver's status is its name: said once (`solver greedy in 0.017 s`).
+    status = "" if r.status == r.solver else f": [bold]{escape(shown(r.status))}[/]"
     console.print(
-        f"solver [bold]{escape(shown(r.solver))}[/]: [bold]{escape(shown(r.status))}[/] {took}, "
+        f"solver [bold]{escape(shown(r.solver))}[/]{status} {took}, "
         f"objective {r.objective:,.2f}, bound {bound}, gap {gap}",
         highlight=False,
     )
@@ -106,9 +108,9 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
         [
             [
                 count(int(m.get("ready_gpus", 0))),
-                f"{m.get('allocated_occupancy', 0):.1%}",
-                f"{m.get('unallocated_occupancy', 0):.1%}",
-                f"{1 - m.get('occupancy', 0):.1%}",
+                fmt_pct(m.get("allocated_occupancy", 0)),  # never 100% what is not
+                fmt_pct(m.get("unallocated_occupancy", 0)),
+                fmt_pct(1 - m.get("occupancy", 0)),
             ]
         ],
         title="Occupancy of ready GPUs after the round",
@@ -129,7 +131,7 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         console.print(f"[bold red]{escape(banner)}[/]", highlight=False, soft_wrap=True)
     title = (
         (f"{m.get('label')}: " if m.get("label") != m["policy"] else "")
-        + f"{m['policy']}, {m['days']:g} day{'' if m['days'] == 1 else 's'}"
+        + f"{m['policy']}, {simulated_span(m['days'])}"
         + (" (partial)" if banner else "")
     )
     rows = [
@@ -187,7 +189,7 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
             "event passes (skipped as quiet)",
             f"{count(m.get('event_passes', 0))} ({count(m.get('skipped_passes', 0))})",
         ),
-        ("wall seconds", f"{m['wall_seconds']:.1f}"),
+        (WALL_TIME, wall_time(m.get("wall_seconds"))),
     ]
     columns = [
         Column("metric"),

@@ -18,17 +18,46 @@ from rich.console import Console
 from rich.text import Text
 
 from alloc.cli import tables
-from alloc.cli.columns import Column, shorten_middle_keep_tail, shorten_path
+from alloc.cli.columns import (
+    Column,
+    fit,
+    shorten_duration,
+    shorten_middle_keep_tail,
+    shorten_path,
+    visible,
+)
 from alloc.printable import shown
 from alloc.report.compare import Comparison
 from alloc.report.fmt import duration, pct, signed, stopped_after, worst_team
 
 
-def text_column(head: str, stage: int = 1) -> Column:
-    """Run labels and budget paths: cut in the middle, not below 8 characters; a column of a
-    later `stage` only once those of earlier stages are at their narrowest."""
-    return Column(head, shorten=shorten_middle_keep_tail, stages=((stage, 8),))
+def text_column(head: str, stage: int = 1, least: int = 8) -> Column:
+    """Run labels and budget paths: cut in the middle, not below `least` characters; a column
+    of a later `stage` only once those of earlier stages are at their narrowest."""
+    return Column(head, shorten=shorten_middle_keep_tail, stages=((stage, least),))
 
+
+# A run's label is cut no shorter than this, the README's `science-up/greedy` (at 60 columns
+# the labels read `bas…eedy`, `sci…eedy`); a longer label is cut to it before a column is
+# left out.
+RUN_LEAST = 17
+
+
+def run_names(console: Console, c: Comparison) -> dict[str, str]:
+    """Each run's cell (its label, ` *` when partial) as the table of runs shows it in the
+    console's width: the table of teams names each run the same (it read `science-up/greedy`
+    in one and `scienc…p/greedy` in the other)."""
+    columns, rows = overall_rows(c)
+    rows = visible(rows)
+    width = fit(columns, rows, console.width, tight=1).widths[0]
+    columns, rows = team_rows(c)  # labels cut as the table of teams alone would
+    rows = visible(rows)
+    width = min(width, fit(columns, rows, console.width, tight=1).widths[0] - 2)
+    return {row[0]: shorten_middle_keep_tail(row[0], width) for row in visible(overall_rows(c)[1])}
+
+
+# Times waiting in their largest unit (`11 h 22 min` -> `11 h`), once paths are cut.
+WAIT = ((2, 4),)
 
 # The least width of a budget path cut to fit (as `text_column`'s cells), beside a phrase.
 _PATH_LEAST = 8
@@ -65,23 +94,29 @@ def print_table(console: Console, columns: list[Column], rows: list[list[str]]) 
     tables.print_table(console, columns, rows, rule=True, tight=1)
 
 
-def overall_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
+def overall_rows(
+    c: Comparison, names: dict[str, str] | None = None
+) -> tuple[list[Column], list[list[str]]]:
+    """A row per run; `names`: each run's cell as both tables show it (`run_names`)."""
     worst = {i: _worst_team_parts(c.runs[i].metrics) for i in range(len(c.labels))}
     columns = [
-        text_column("run", stage=2),  # the run is what a reader looks for: cut last
+        # A run's label is what a reader looks for: cut last, never below the usual label
+        # (`science-up/greedy`), and then the per-team table names it alike (`run_names`).
+        text_column("run", stage=3, least=RUN_LEAST),
         Column("d/o", right=True),
         worst_team_column({shown(p + s): (shown(p), s) for p, s in worst.values()}),
-        Column("its d/o", right=True),
-        Column("wait p50", right=True),
-        Column("wait p90", right=True),
+        Column("its d/o", right=True, drop=1),
+        Column("wait p50", right=True, shorten=shorten_duration, stages=WAIT, drop=2),
+        Column("wait p90", right=True, shorten=shorten_duration, stages=WAIT),
         Column("preempt.", right=True),
     ]
     rows = []
     for i, label in enumerate(c.labels):
         o = c.overall(i)
+        cell = label + (" *" if c.partial(i) else "")
         rows.append(
             [
-                label + (" *" if c.partial(i) else ""),
+                (names or {}).get(shown(cell), cell),
                 pct(o["delivered_over_owed"]),
                 "".join(worst[i]),
                 pct(o["worst_team_delivered_over_owed"]),
@@ -104,20 +139,26 @@ def _worst_team_parts(m: dict[str, object]) -> tuple[str, str]:
     return "", name
 
 
-def team_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
+def team_rows(
+    c: Comparison, names: dict[str, str] | None = None
+) -> tuple[list[Column], list[list[str]]]:
     """A heading row per team (its budget path), then a row per run: GPU-hours delivered and
     owed, delivered / owed, its change against the run's baseline (percentage points; blank
     for a baseline, "-" when there is none to take), waits p50 / p90, preemptions."""
-    labels = {
-        shown("  " + label + (" *" if c.partial(i) else "")) for i, label in enumerate(c.labels)
-    }
+    given = names or {}  # each run's cell -> as the table of runs shows it (`run_names`)
+    cells = [label + (" *" if c.partial(i) else "") for i, label in enumerate(c.labels)]
+    labels = {"  " + given.get(shown(cell), shown(cell)) for cell in cells}
+    # given `names`, runs named as in the table of runs; else cut alike, not below RUN_LEAST
+    least = max(len("team / run"), *(len(label) for label in labels))
+    if names is None:
+        least = min(least, 2 + RUN_LEAST)
     columns = [
-        Column("team / run", shorten=_run_or_team(labels), stages=((1, len("team / run")),)),
-        Column("delivered", right=True),
-        Column("owed", right=True),
+        Column("team / run", shorten=_run_or_team(labels), stages=((1, least),)),
+        Column("delivered", right=True, drop=2),  # d/o says what these two do
+        Column("owed", right=True, drop=1),
         Column("d/o", right=True),
         Column("Δ d/o", right=True),
-        Column("wait p50 / p90", right=True),
+        Column("wait p50 / p90", right=True, shorten=_waits, stages=WAIT),
         Column("preempt.", right=True),
     ]
     rows: list[list[str]] = []
@@ -125,7 +166,8 @@ def team_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
         rows.append([team])
         for i, label in enumerate(c.labels):
             t, d = c.team(team, i), c.team_delta(team, i)
-            name = "  " + label + (" *" if c.partial(i) else "")
+            cell = label + (" *" if c.partial(i) else "")
+            name = "  " + given.get(shown(cell), cell)
             if t is None:
                 rows.append([name, *["-"] * 6])
                 continue
@@ -145,9 +187,19 @@ def team_rows(c: Comparison) -> tuple[list[Column], list[list[str]]]:
     return columns, rows
 
 
+def _waits(text: str, width: int) -> str:
+    """`4 h 38 min / 10 h 17 min` in `width`: each time in its largest unit (`5 h / 10 h`)."""
+    p50, sep, p90 = text.partition(" / ")
+    if not sep:
+        return text
+    short = [shorten_duration(t.strip(), width) for t in (p50, p90)]
+    return f"{short[0]:>4} / {short[1]:>4}"
+
+
 def _run_or_team(labels: set[str]) -> Callable[[str, int], str]:
-    """The first column of the teams table: a run's label (indented) is cut in the middle, a
-    team's path heading its rows is cut as a path."""
+    """The first column of the teams table: a run's label (indented) is cut in the middle
+    (only when `run_names` measures how far: printed, it is as the table of runs shows it,
+    and the column is as wide as it); a team's path heading its rows is cut as a path."""
 
     def shorten(text: str, width: int) -> str:
         if text in labels:
@@ -178,7 +230,8 @@ def print_comparison(
     runs not run, a run not contended (every run's allocated demand below the ready GPUs),
     runs of an earlier comparison in the folder (`stale`), the credit, the folder."""
     console.print(Text("What if: one row per run", style="bold"), soft_wrap=True)
-    print_table(console, *overall_rows(c))
+    names = run_names(console, c)
+    print_table(console, *overall_rows(c, names))
     console.print(
         "d/o: delivered / owed over the window; waits: of allocated work, to first start",
         highlight=False,
@@ -187,7 +240,7 @@ def print_comparison(
     if teams:
         console.print()
         console.print(Text("What if: per team and run", style="bold"), soft_wrap=True)
-        print_table(console, *team_rows(c))
+        print_table(console, *team_rows(c, names))
         if c.single_baseline:
             against = c.labels[0]
         else:

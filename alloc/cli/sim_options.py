@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from alloc.cli.common import MissingInput, check_writable, console
-from alloc.cli.params import number, seconds, whole
+from alloc.cli.common import Conflict, MissingInput, check_writable, console
+from alloc.cli.params import number, one_of, seconds, whole
 from alloc.io.errors import InputError
 from alloc.io.limits import read_input
+from alloc.readable import duration
 
 if TYPE_CHECKING:  # the simulator and the solvers load when a command runs, not before
     from alloc.sim.run import Inputs, RunSpec
@@ -66,11 +67,7 @@ def progress_interval(text: str) -> float | None:
 def check_policy(name: str, option: str = "--policy") -> str:
     from alloc.sim.policies import REGISTRY
 
-    if name not in REGISTRY:
-        raise InputError(
-            option, "", f"unknown policy {name!r}; expected one of {', '.join(REGISTRY)}"
-        )
-    return name
+    return one_of(option, name, list(REGISTRY))
 
 
 def base_spec(
@@ -89,7 +86,15 @@ def base_spec(
     if trace is None and not synthetic:
         raise MissingInput("", "give --trace TRACE.csv or --synthetic")
     if trace is not None and synthetic:
-        raise InputError("", "", "give exactly one of --trace TRACE.csv or --synthetic")
+        raise Conflict("give exactly one of --trace TRACE.csv or --synthetic")
+    step = options.get("round_interval_s") or 300.0
+    if days * 86_400.0 < step:  # not one round: "0 s simulated"
+        raise InputError(
+            "--days",
+            "",
+            f"expected at least one --round-interval of simulated time, {duration(step)} "
+            f"({step / 86_400.0:.3g} days), got {days:g}",
+        )
     if synthetic and options.get("start_s"):
         raise InputError(
             "--start", "", "replays a trace from later on: give --trace, not --synthetic"

@@ -14,7 +14,7 @@ from typing import Literal
 from rich.console import Console
 from rich.text import Text
 
-from alloc.cli.columns import Column, abbreviations, fit, format_row, visible, wrap
+from alloc.cli.columns import Column, fit, format_row, notes, visible, wrap
 from alloc.printable import shown
 
 __all__ = ["print_table"]
@@ -43,8 +43,7 @@ def print_table(
     given = width != "console"  # else the console breaks prose, where it is a terminal
     fitted = width if isinstance(width, int) or width is None else console.width
     layout = fit(columns, rows, fitted, tight)
-    short = abbreviations(columns, layout, rows)
-    legend = [*legend, f"abbreviated: {short}"] if short else legend
+    legend = [*legend, *notes(columns, layout, rows)]
     if given:
         title = None if title is None else "\n".join(wrap(title, fitted))
         legend = [line for text in legend for line in wrap(text, fitted)]
@@ -54,7 +53,8 @@ def print_table(
         Text(format_row(columns, layout, [c.head for c in columns]), style="bold"), soft_wrap=True
     )
     if rule:
-        line = layout.sep.join("─" * w for w in layout.widths)
+        kept = (w for i, w in enumerate(layout.widths) if i not in layout.dropped)
+        line = layout.sep.join("─" * w for w in kept)
         console.print(Text(line, style="dim"), soft_wrap=True)
     for row in rows:
         style = "bold" if len(row) == 1 and len(columns) > 1 else ""

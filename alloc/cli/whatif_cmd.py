@@ -7,6 +7,8 @@ run; what was measured is written and compared, partial runs marked so; exit 130
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -42,8 +44,10 @@ from alloc.cli.sim_options import (
     stdout_console,
 )
 from alloc.io.errors import InputError
+from alloc.readable import counted
 
 if TYPE_CHECKING:
+    from alloc.domain import BudgetTree, TraceJob
     from alloc.sim.run import RunSpec
 
 
@@ -135,12 +139,34 @@ def whatif(
         if outcome.stopped:
             partial = [label for label, m in outcome.results.items() if m.get("partial")]
             what = (
-                f"{len(outcome.results) - len(partial)} run(s) complete, {len(partial)} "
-                f"partial, {len(outcome.not_run)} not run"
+                f"{counted(len(outcome.results) - len(partial), 'run')} complete, "
+                f"{len(partial):,} partial, {len(outcome.not_run):,} not run"
             )
             exit_interrupted(f"{what}; the comparison of what was measured is in {out}")
 
     guarded(act)
+
+
+def _check_nodes_used(
+    path: Path, tree: BudgetTree, jobs: Sequence[TraceJob], trace: str | None
+) -> None:
+    """A scenario's tree must hold every budget node the trace's workloads are charged to: one
+    that lacks one is the scenario's fault (its file and the node), not a line of the trace,
+    least of all of the synthetic trace alloc drew itself."""
+    from alloc.domain import BudgetPath
+
+    used = Counter(str(j.budget) for j in jobs if j.budget is not None)
+    missing = [b for b in used if BudgetPath(b) not in tree]
+    if missing:
+        more = f" (and {counted(len(missing) - 1, 'other node')})" if len(missing) > 1 else ""
+        source = f"the trace {trace}" if trace else "the synthetic trace drawn from the lab"
+        raise InputError(
+            str(path),
+            "budgets",
+            f"has no node {missing[0]!r}{more}, which {counted(used[missing[0]], 'workload')} "
+            f"of {source} {'is' if used[missing[0]] == 1 else 'are'} charged to: a scenario "
+            "changes the tree's shares and may add nodes, but keeps every node the trace uses",
+        )
 
 
 def _specs(
@@ -164,13 +190,14 @@ def _specs(
     from alloc.sim.run import load_inputs
     from alloc.sim.synthetic import SyntheticLab, synthetic_trace
 
-    base, (lab_snapshot, _) = base_spec(lab, trace, synthetic, days, seed, options)
+    base, (lab_snapshot, jobs) = base_spec(lab, trace, synthetic, days, seed, options)
     names = [check_policy(p.strip(), "--policies") for p in policies.split(",") if p.strip()]
     if not names:
         raise InputError("--policies", "", "name at least one policy, e.g. milp,greedy")
     if len(set(names)) < len(names):
         raise InputError("--policies", "", f"a policy is named twice: {policies}")
     labs = [("base", base.lab_yaml, base.lab_file)]
+    trees: list[tuple[Path, BudgetTree]] = []
     for path in scenarios:
         name, alt = load_scenario(path, lab_snapshot)
         source = f"scenario {name} ({path})"
@@ -182,11 +209,14 @@ def _specs(
                 "another name (`base` is the lab's own tree)",
             )
         labs.append((name, dump_instance(alt, source), source))
+        trees.append((path, alt.budgets))
     trace_text: str | None = None
     if base.trace is None:
         # One synthetic trace, drawn from the base lab, replayed under every scenario.
-        drawn = synthetic_trace(lab_snapshot, SyntheticLab(days=days, seed=seed))
-        trace_text = write_trace_text(drawn)
+        jobs = synthetic_trace(lab_snapshot, SyntheticLab(days=days, seed=seed))
+        trace_text = write_trace_text(jobs)
+    for path, scenario_tree in trees:
+        _check_nodes_used(path, scenario_tree, jobs, base.trace)
     specs = []
     for name, text, source in labs:
         if trace_text is not None:

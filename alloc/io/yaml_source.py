@@ -364,15 +364,24 @@ def _last_line(text: str) -> int:
 
 def _plain_text_start(text: str) -> int | None:
     """The line (1-based) where the last unquoted text before a YAML scanner's error starts:
-    the key written without its colon that the scanner read on into the next line."""
-    last = None
+    the key written without its colon that the scanner read on into the next line. None when
+    that text is a value on its key's line (`now: x` then an over-indented `   bad: 1`): the
+    line the parser names, where the colon is not allowed, is then the one to mend (a value
+    on the lines below its key, `cluster:` then `  name c`, is a nested key without colon)."""
+    last, after_colon = None, False
+    previous: yaml.Token | None = None
     try:
         for token in yaml.scan(text, Loader=_Parser):
             if isinstance(token, yaml.ScalarToken) and token.plain:
+                after_colon = (
+                    isinstance(previous, yaml.ValueToken)
+                    and previous.start_mark.line == token.start_mark.line
+                )
                 last = token
+            previous = token
     except yaml.YAMLError:
         pass
-    return last.start_mark.line + 1 if last is not None else None
+    return last.start_mark.line + 1 if last is not None and not after_colon else None
 
 
 def _problem(exc: Exception) -> str:

@@ -29,9 +29,33 @@ __all__ = [  # the numbers as alloc.readable writes them, and the HTML around th
     "ratio",
     "signed",
     "signed_duration",
+    "simulated_span",
     "table",
+    "WALL_TIME",
+    "wall_time",
     "worst_team",
 ]
+
+
+# What `wall_seconds` measures, as the summary and report.html name it: the simulation's own
+# time, from its first event to its last; not reading the inputs nor writing the outputs
+# (the plots and report.html, which the progress line shows as "writing the report ...").
+WALL_TIME = "wall time, simulation only (no report)"
+
+
+def wall_time(seconds: object) -> str:
+    """`wall_seconds` as the summary shows it: `91.8 s`; `-` when absent."""
+    return f"{seconds:,.1f} s" if isinstance(seconds, int | float) else "-"
+
+
+def simulated_span(days: float) -> str:
+    """The simulated time of a run, as a title says it: `5 days`, `1 day` in whole days, else
+    a duration (`alloc.readable.duration`): `0.05` is `1 h 12 min`, not `0.05 days`."""
+    seconds = days * 86_400.0
+    if days >= 1 and days == int(days):
+        return counted(int(days), "day")
+    return duration(seconds)
+
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;

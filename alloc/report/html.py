@@ -11,6 +11,7 @@ from alloc.metrics.quantiles import nearest_rank
 from alloc.readable import natural_key
 from alloc.report.data import CLASSES, Run, fnum, load_run, num
 from alloc.report.fmt import (
+    WALL_TIME,
     Cell,
     count,
     count_of,
@@ -22,7 +23,9 @@ from alloc.report.fmt import (
     page,
     partial,
     pct,
+    simulated_span,
     table,
+    wall_time,
     worst_team,
 )
 from alloc.report.plots import write_plots
@@ -67,7 +70,7 @@ def write_report(out_dir: Path, title: str, credit: str | None = None) -> Path:
 
 
 def _days(days: float) -> str:
-    return f"{days:g} day{'' if days == 1 else 's'}"
+    return simulated_span(days)
 
 
 def _header(m: dict[str, Any]) -> str:
@@ -249,7 +252,7 @@ def _events(run: Run) -> str:
             "time of a full round or event pass, p50 / max",
             f"{nearest_rank(solve, 0.5):.3f} s / {solve[-1]:.3f} s" if solve else "-",
         ],
-        ["wall seconds", number(_val(m, "wall_seconds"), 1)],
+        [WALL_TIME, wall_time(_val(m, "wall_seconds"))],
         [
             "jobs submitted / completed",
             f"{count_of(jobs.get('submitted'))} / {count_of(jobs.get('completed'))}",
