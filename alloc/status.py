@@ -1,6 +1,7 @@
 """`alloc status`: the queue in the round's order with, for each workload, what this round does
-with it and the fair-share ratios along its budget path: the "why am I waiting" view. Pure:
-a round's snapshot, plan and context in, rows out."""
+with it and the fair-share ratios along its budget path that its place was decided by
+(projected at its turn for allocated work, `ORDER` and `RATIOS`): the "why am I waiting" view.
+Pure: a round's snapshot, plan and context in, rows out."""
 
 from __future__ import annotations
 
