@@ -109,8 +109,9 @@ def queue_rows(
 ) -> list[QueueRow]:
     """One row per workload of the snapshot, in the default order (`sort_rows(rows, None)`).
     `ratios`: each budget node's fair-share ratio over the window (`FairShare.ratios`, as
-    `alloc solve` shows them); `order`: the round's decision candidates in order
-    (`RoundContext.order`)."""
+    `alloc solve` shows them); `order`: the round's order as people read it
+    (`RoundContext.ranked`: fair-share order, then unallocated work), which `alloc explain`
+    and `alloc status` count too."""
     now = snapshot.now
     rank = {wid: i + 1 for i, wid in enumerate(order)}
     position = queue_positions(snapshot, order)
@@ -148,7 +149,8 @@ def has_gpu_types(snapshot: Snapshot) -> bool:
     return len(types) > 1 or any(w.gpu_type for w in snapshot.workloads)
 
 
-# --sort keys. wait and gpus: largest first; ratio: lowest first (served first); budget and
+# --sort keys. wait and gpus: largest first; ratio: lowest window ratio first (the round's
+# order weighs projected ratios, models/round.md 2.2); budget and
 # id: in natural order (r2 before r10); state: in State's order. Ties keep the default order;
 # -r reverses all.
 SORT_KEYS = ("wait", "gpus", "budget", "state", "id", "ratio")

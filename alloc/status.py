@@ -1,6 +1,7 @@
 """`alloc status`: the queue in the round's order with, for each workload, what this round does
-with it and the fair-share ratios along its budget path: the "why am I waiting" view. Pure:
-a round's snapshot, plan and context in, rows out."""
+with it and the fair-share ratios along its budget path that its place was decided by
+(projected at its turn for allocated work, `ORDER` and `RATIOS`): the "why am I waiting" view.
+Pure: a round's snapshot, plan and context in, rows out."""
 
 from __future__ import annotations
 
@@ -36,14 +37,27 @@ class QueueRow:
     path: str  # "nlp 0.82 > olmo 0.95": window ratios from the top level down
 
 
+# What the order is by and what the ratios column shows: the ratios it was decided by.
+ORDER = (
+    "allocated work by lower projected fair-share ratio, level by level, then unallocated "
+    "work by lower ratio"
+)
+RATIOS = (
+    "ratios: those its place was decided by, along its budget path from the top down: for "
+    "allocated work projected at its turn (window usage plus protected work and the grants "
+    "ranked ahead, as if held for the horizon), for unallocated work over the window"
+)
+
+
 def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
-    """Queued work in the round's order (entitled by fair-share rank, then work over its
-    entitlement, then unallocated work), then blocked queued work: work that has no place in
-    the order, as it could not start this round even if all the work the round may stop made
-    way (models/round.md 2.3)."""
+    """Queued work in the round's order (`RoundContext.ranked`: allocated work in fair-share
+    order, then unallocated work), then blocked queued work: work that has no place in the
+    order, as it could not start this round even if all the work the round may stop made way
+    (models/round.md 2.3). The ratios are those the order weighs (`ORDER`, `RATIOS`)."""
     snapshot = ctx.snapshot
     ratios = ctx.share.ratios
-    position = queue_positions(snapshot, ctx.order)
+    projected = ctx.share.grant_ratios
+    position = queue_positions(snapshot, ctx.ranked)
     queued = [w for w in snapshot.workloads if not w.running]
     queued.sort(key=lambda w: (position.get(w.id, math.inf), w.submitted, natural_key(w.id)))
     rows = []
@@ -59,10 +73,12 @@ def queue_rows(ctx: RoundContext, plan: Plan) -> list[QueueRow]:
             standing = "cluster full"
         else:
             standing = "unallocated"
+        at_turn = projected.get(w.id, ())
         path = (
             " > ".join(
-                f"{p.rsplit('/', 1)[-1]} {ratio(ratios.get(p, math.inf), 2)}"
-                for p in path_prefixes(w.budget)
+                f"{p.rsplit('/', 1)[-1]} "
+                f"{ratio(at_turn[i] if i < len(at_turn) else ratios.get(p, math.inf), 2)}"
+                for i, p in enumerate(path_prefixes(w.budget))
             )
             if w.budget and ctx.standings[w.id].funded
             else _unfunded(snapshot.budgets, w)

@@ -18,10 +18,10 @@ class NodeRow:
     effective: float  # fraction of the cluster's time
     owed_gpus: float  # effective allocation x ready GPUs, capped at its demand (SPEC's "owed")
     entitled_gpus: int  # this round's entitlement (protected + entitled work)
-    demand_gpus: int  # allocated work running or queued
+    demand_gpus: int  # GPUs of its allocated work, running or queued
     assigned_gpus: int  # allocated GPUs held after the round
     unallocated_gpus: int  # unallocated GPUs held after the round by its work
-    waiting: int  # workloads left waiting
+    waiting: int  # its allocated workloads left waiting (counted as demand is)
     ratio: float  # fair-share ratio over the window, before the round
 
 
@@ -47,12 +47,12 @@ def summarize(ctx: RoundContext, plan: Plan) -> Summary:
         if not w.budget:
             continue
         for p in (ROOT_PATH, *path_prefixes(w.budget)):
-            if d.occupancy is Occupancy.ALLOCATED:
+            if d.occupancy is Occupancy.ALLOCATED:  # demand and waiting count the same work
                 demand[p] += w.gpus
                 assigned[p] += d.gpus_held
+                waiting[p] += d.action is Action.WAIT
             else:
                 unallocated[p] += d.gpus_held
-            waiting[p] += d.action is Action.WAIT
     ready = snapshot.cluster.ready_gpus
     tree = snapshot.budgets
     nodes = tuple(

@@ -53,9 +53,10 @@ def test_a_gang_that_protected_work_keeps_out_is_told_about_room_not_entitlement
         "more hosts there",
     ]
     assert lines[2].startswith(
-        "what holds them after this round, soonest free first: h6: b-scavenge (8 GPUs, "
-        "unallocated, yields to allocated work at once); h0: b-run0 (8 GPUs, protected until "
-        "2026-11-30T12:30:00Z); h1: b-run1 (8 GPUs, protected until 2026-11-30T13:00:00Z)"
+        "what holds them after this round, soonest free first: h6: workload b-scavenge "
+        "(8 GPUs, unallocated, yields to allocated work at once); h0: workload b-run0 (8 GPUs, "
+        "protected until 2026-11-30T12:30:00Z); h1: workload b-run1 (8 GPUs, protected until "
+        "2026-11-30T13:00:00Z)"
     )
     assert lines[2].endswith("; and 1 more host")
     assert lines[3:] == [
@@ -90,8 +91,9 @@ def test_a_small_gang_is_told_how_many_more_hosts_must_free_and_who_holds_them(s
         "stop) leaves it no room: with all other work gone, 2 whole hosts in block X would be "
         "free (h3, h4) of the 3 it needs; it has room once that work has ended on 1 more host "
         "there",
-        "what holds them after this round, soonest free first: h1: a-1 (8 GPUs, protected "
-        "until 2026-11-30T14:00:00Z); h2: a-2 (8 GPUs, protected until 2026-11-30T15:00:00Z)",
+        "what holds them after this round, soonest free first: h1: workload a-1 (8 GPUs, "
+        "protected until 2026-11-30T14:00:00Z); h2: workload a-2 (8 GPUs, protected until "
+        "2026-11-30T15:00:00Z)",
         "so it takes no place in this round's fair-share order, and b's entitlement this round "
         "(0 GPUs) counts only the demand of b's work that can start (models/round.md 2.3)",
     ]
@@ -113,11 +115,37 @@ def test_a_gang_in_the_order_is_told_who_took_the_room_and_its_place_in_the_orde
     assert lines[:2] == [
         "it needs 8 GPUs on one host; 1 ready host could hold it: h1",
         "beside the work the contract keeps this round there is room of its shape, which this "
-        "round's plan gives to other work (its fair-share order is below): h1: a-1 (8 GPUs, "
-        "protected until 2026-11-30T14:00:00Z)",
+        "round's plan gives to other work (its fair-share order is below): h1: workload a-1 "
+        "(8 GPUs, protected until 2026-11-30T14:00:00Z)",
     ]
     assert lines[2].startswith("fair-share order: 2 of 2 allocated candidates")
     assert "b holds 0 allocated GPUs after this round; its entitlement is 4" in lines
+
+
+def test_a_holder_is_named_as_a_workload_so_a_job_id_does_not_read_as_a_count():
+    """Slurm's job ids are numbers: `gpu-node1: 1 (8 GPUs, ...)` read like a count of one.
+    The same case as above, with a's run named `1` as Slurm would."""
+    snap = snapshot_of(
+        instance(
+            hosts=[host("gpu-node1")],
+            usage={"a": 0, "b": 500},
+            workloads=[workload("1", 8, "a", "2h"), workload("2", 8, "b", "2h")],
+        )
+    )
+    assert (
+        "gpu-node1: workload 1 (8 GPUs, protected until 2026-11-30T14:00:00Z)" in why(snap, "2")[1]
+    )
+
+
+def test_work_waiting_beside_a_reservation_is_named_where_it_can_start():
+    """reservation.yaml: b-next waits `reserved`; the change line said "it starts elsewhere",
+    right after a sentence about a-gang, so "it" read as either."""
+    snap = load_instance(EXAMPLES / "reservation.yaml")
+    plan = solve_checked(snap, "greedy")
+    assert plan.decision(WorkloadId("b-next")).reason is Reason.RESERVED
+    line = next(x for x in explain(snap, plan, "b-next").change if "reserved for" in x)
+    assert line.startswith("hosts h0, h1, h6, h7 are reserved for a-gang until it starts")
+    assert line.endswith("; b-next can start on other hosts once room of its shape frees on them")
 
 
 def test_work_whose_gpu_type_has_no_ready_host_is_told_which_hosts_are_down():
@@ -157,8 +185,8 @@ def test_a_single_host_run_that_protected_work_keeps_out_is_told_about_room_too(
         "stop) leaves it no room: with all other work gone, the most free on one of those "
         "hosts would be 0 of its 8 GPUs; it has room once enough of that work ends on one of "
         "them",
-        "what holds them after this round, soonest free first: h1: a-train (8 GPUs, protected "
-        "until 2026-11-30T15:00:00Z)",
+        "what holds them after this round, soonest free first: h1: workload a-train (8 GPUs, "
+        "protected until 2026-11-30T15:00:00Z)",
         "so it takes no place in this round's fair-share order, and b's entitlement this round "
         "(0 GPUs) counts only the demand of b's work that can start (models/round.md 2.3)",
     ]

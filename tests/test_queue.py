@@ -35,7 +35,7 @@ LONG_PATH = "vision/computer-vision-foundations/alice"
 
 def rows_of(snapshot: Snapshot, plan: Plan) -> list[QueueRow]:
     ctx = round_context(snapshot)
-    return queue_rows(snapshot, plan, ctx.share.ratios, ctx.order)
+    return queue_rows(snapshot, plan, ctx.share.ratios, ctx.ranked)
 
 
 def example_rows(name: str, solver: str = "milp") -> dict[str, QueueRow]:

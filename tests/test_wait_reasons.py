@@ -67,7 +67,7 @@ def _decisions_and_views_agree(snap: Snapshot, plan: Plan) -> None:
     ctx = round_context(snap)
     share = ctx.share
     standing = {r.workload: r for r in queue_rows(ctx, plan)}
-    shown = {r.id: r.reason for r in plan_rows(snap, plan, share.ratios, ctx.order)}
+    shown = {r.id: r.reason for r in plan_rows(snap, plan, share.ratios, ctx.ranked)}
     for d in plan.decisions:
         if d.action is not Action.WAIT or d.occupancy is not Occupancy.ALLOCATED:
             continue

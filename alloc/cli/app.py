@@ -24,6 +24,7 @@ from alloc.cli.common import (
     guarded,
     out,
     say_written,
+    table_width,
     write_atomically,
 )
 from alloc.cli.params import number, seconds, solver_option, whole
@@ -203,8 +204,10 @@ def explain(
         else:
             result = solve_round(snapshot, RoundOptions(solver=solver))
             chosen, ctx = result.plan, result.context
-        for line in explain_workload(snapshot, chosen, wanted, ctx).lines():
-            out.print(shown(line), highlight=False, markup=False)  # names as the cluster wrote them
+        # Names as the cluster wrote them; lines broken to COLUMNS or the terminal, each keeping
+        # its section's indent (whole in a pipe or a log file).
+        for line in explain_workload(snapshot, chosen, wanted, ctx).text(table_width()):
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
 
     guarded(act)
 

@@ -155,7 +155,15 @@ def status(
     from alloc.controller.history import recorded_at
     from alloc.io.controller_config import load_controller_config
     from alloc.round import RoundOptions, solve_round
-    from alloc.status import last_decided, queue_rows, reasons_differ, running_counts, running_line
+    from alloc.status import (
+        ORDER,
+        RATIOS,
+        last_decided,
+        queue_rows,
+        reasons_differ,
+        running_counts,
+        running_line,
+    )
 
     def act() -> None:
         snapshot, notes, last, unseen = _live(config)
@@ -166,11 +174,11 @@ def status(
             out,
             *queue_table(queue_rows(result.context, result.plan)),
             title=f"{snapshot.cluster.name} at {snapshot.now:%Y-%m-%d %H:%M:%S %Z}: queue in "
-            "the round's order (lower fair-share ratio first, level by level)",
+            f"the round's order ({ORDER})",
             legend=[
                 "#: place in the queue, in the round's order; -: blocked, no place this round "
                 "(it could not start even if all the work the round may stop made way)",
-                "ratios: the fair-share ratios along its budget path, from the top down",
+                RATIOS,
             ],
             width=width,
         )

@@ -88,7 +88,7 @@ def queue(
         snapshot, source, notes = _snapshot(instance, plan, config)
         budgets = _budgets(budget, snapshot.budgets, source)
         chosen, ctx = _plan_and_context(snapshot, source, plan, solver)
-        rows = queue_rows(snapshot, chosen, ctx.share.ratios, ctx.order)
+        rows = queue_rows(snapshot, chosen, ctx.share.ratios, ctx.ranked)
         picked = sort_rows(select(rows, states, budgets), sort, reverse)
         if output_format == "json":
             sys.stdout.write(_json(snapshot, picked))

@@ -33,7 +33,9 @@ NAME = ((1, 8),)
 BUDGETS_LEGEND = (
     "share: of the parent; of all: of the cluster; owed: capped at its demand",
     "held, unalloc: allocated and unallocated GPUs its work holds after the round",
-    "waiting: workloads left waiting; ratio: fair-share ratio over the window",
+    "demand: GPUs of its allocated work, running or queued",
+    "waiting: how many of those workloads wait (its unallocated work: see Decisions)",
+    "ratio: fair-share ratio over the window",
 )
 
 

@@ -6,12 +6,14 @@ are `change`; `room` answers the questions about free GPUs on the hosts that bot
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 
 from alloc.domain import Plan, Snapshot, WorkloadId
 from alloc.explain.change import change_lines
 from alloc.explain.facts import budget_path, contract_facts, headline
 from alloc.explain.why import why_lines
+from alloc.printable import shown
 from alloc.solve.context import RoundContext, round_context
 
 __all__ = ["Explanation", "explain"]
@@ -36,6 +38,31 @@ class Explanation:
             if items:
                 out.append(f"{title}:")
                 out += [f"  {line}" for line in items]
+        return out
+
+    def text(self, width: int | None = None) -> list[str]:
+        """The lines as `alloc explain` prints them: names as the cluster wrote them made
+        visible (`shown`), each line broken at spaces to fit `width` (None: whole), its
+        continuation lines indented deeper than the line itself (two more for the headline,
+        four more for an item, below the two of an item's own sub-line such as `entitled to`),
+        so every section and every item keeps its indent (a word longer than the width stays
+        whole)."""
+        out = []
+        for line in self.lines():
+            line = shown(line)
+            if width is None or len(line) <= width:
+                out.append(line)
+                continue
+            body = line.lstrip(" ")
+            indent = " " * (len(line) - len(body))
+            out += textwrap.wrap(
+                body,
+                max(width, len(indent) + 5),
+                initial_indent=indent,
+                subsequent_indent=indent + ("    " if indent else "  "),
+                break_long_words=False,
+                break_on_hyphens=False,
+            ) or [line]
         return out
 
 

@@ -232,8 +232,8 @@ def _reservation_lines(plan: Plan, wid: WorkloadId) -> list[str]:
         return []
     return [
         f"hosts {', '.join(r.hosts)} are reserved for {r.workload} until it starts (its room "
-        f"frees by {format_time(r.ready_at)}); it starts elsewhere when room of its shape frees "
-        "there"
+        f"frees by {format_time(r.ready_at)}); {wid} can start on other hosts once room of its "
+        "shape frees on them"
         for r in plan.reservations
         if r.workload != wid
     ]

@@ -28,7 +28,9 @@ def free_after(ctx: RoundContext, plan: Plan) -> np.ndarray:
 
 
 def holders(ctx: RoundContext, plan: Plan, host: int, given: bool = False) -> str:
-    """Who holds GPUs on a host after the plan, and until when: `b-run0 (protected until T)`;
+    """Who holds GPUs on a host after the plan, and until when: `workload b-run0 (8 GPUs,
+    protected until T)`, the workload named as one (a Slurm job id alone, `1 (8 GPUs`, reads
+    like a count);
     with `given`, only the work the plan chose to put or keep there (not what the contract
     keeps)."""
     name = ctx.hosts.names[host]
@@ -46,7 +48,7 @@ def holders(ctx: RoundContext, plan: Plan, host: int, given: bool = False) -> st
             until = "costly to stop, no known end"
         else:
             until = f"past its protection, {d.reason.value}"
-        out.append(f"{d.workload} ({counted(d.hosts[name], 'GPU')}, {until})")
+        out.append(f"workload {d.workload} ({counted(d.hosts[name], 'GPU')}, {until})")
     return ", ".join(out)
 
 

@@ -47,6 +47,16 @@ class RoundContext:
     )
     memo: RoundMemo | None = None  # what the last round left to reuse (solve/memo.py)
 
+    @property
+    def ranked(self) -> tuple[WorkloadId, ...]:
+        """The round's order as people read it (`alloc queue`'s rank and position, `alloc
+        status`'s `#`, `alloc explain`'s place): the allocated candidates in fair-share order
+        (models/round.md 2.2, `share.order`, where `share.rank` counts from 0), then the
+        unallocated ones in theirs. `order` holds the same workloads as the solvers take them:
+        the entitled ones first."""
+        share = self.share
+        return share.order + self.order[len(share.order) :]
+
     def tier(self, workload: WorkloadId) -> Tier:
         return self.weights.tier[workload]
 
