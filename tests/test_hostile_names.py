@@ -531,7 +531,7 @@ def test_slurm_node_names_features_and_reasons_reach_status_and_explain_escaped(
     for result in (status, why):
         assert result.exit_code == 0, result.output
         assert hidden(result.stdout + result.stderr) == [], result.stdout
-    assert f"8: Slurm holds it back (Dependency{shown(ANSI)})" in status.stdout
+    assert f"note: 8: Slurm holds it back (Dependency{shown(ANSI)})" in status.stderr
     assert shown(f"n1{OSC8}") in why.stdout
 
 
