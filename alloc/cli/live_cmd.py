@@ -151,7 +151,7 @@ def status(
     solver: Annotated[str | None, solver_option()] = None,
 ) -> None:
     """The queue in the round's order, with what this round would do with each workload and
-    the fair-share ratios along its budget path: why work waits (read-only)."""
+    the ratios along its budget path its place was decided by: why work waits (read-only)."""
     from alloc.controller.history import recorded_at
     from alloc.io.controller_config import load_controller_config
     from alloc.round import RoundOptions, solve_round
