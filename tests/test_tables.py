@@ -245,6 +245,14 @@ def test_status_in_80_columns_fits_every_line_and_numbers_the_queue_as_its_legen
     assert ratios == ["vision 1.27", "n… 0.01 > t…u 0.00"]
 
 
+def test_status_in_60_columns_leaves_out_its_standing_and_says_so(dry_run):
+    out = invoke("status", "--config", dry_run, columns=60)
+    assert all(len(line) <= 60 for line in out), out  # said too wide before: 64 and more
+    head = next(i for i, line in enumerate(out) if line.split()[:2] == ["#", "workload"])
+    assert "standing" not in out[head] and "ratios" in out[head]
+    assert "left out at 60 columns: standing" in out
+
+
 def ratio_steps(text: str) -> list[tuple[str, str]]:
     """`n… 0.82 > … > r1 0.37` as [("n…", "0.82"), ("…", ""), ("r1", "0.37")]."""
     steps = [step.rpartition(" ") for step in text.split(" > ")]

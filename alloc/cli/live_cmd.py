@@ -68,10 +68,11 @@ def queue_table(rows: Sequence[QueueRow]) -> tuple[list[Column], list[list[str]]
         Column("workload", shorten=shorten_middle, stages=NAME, distinct=True),
         Column("budget", shorten=shorten_path, stages=PATH, distinct=True),
         Column("GPUs", right=True),
-        *([Column("prio", right=True)] if prio else []),
+        *([Column("prio", right=True, drop=1)] if prio else []),
         Column("waiting", right=True, shorten=shorten_duration, stages=WAITING),
         Column("this round", shorten=shorten_end, stages=DECISION, codes=REASONS),
-        Column("standing", stages=STANDING, codes=STANDINGS),
+        # the decision says most of the standing: the first left out of a narrow terminal
+        Column("standing", stages=STANDING, codes=STANDINGS, drop=2),
         ratios_column([r.path for r in rows]),
     ]
     cells = [
