@@ -146,5 +146,5 @@ def test_status_says_why_a_jobs_contract_was_not_used(slurm, tmp_path):
     slurm.wait(lambda jobs: jobs[waits]["state_reason"] == "Dependency")
     result = CliRunner().invoke(app, ["status", "--config", str(config)], env=slurm.env)
     assert result.exit_code == 0, result.stderr
-    assert f"{typo}: min_runtime: expected a duration" in result.stdout
-    assert f"{waits}: Slurm holds it back (Dependency" in result.stdout
+    assert f"note: {typo}: min_runtime: expected a duration" in result.stderr  # notes: stderr
+    assert f"note: {waits}: Slurm holds it back (Dependency" in result.stderr

@@ -12,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from k8s_faults import Call, FaultyKube
+from fault_checks import backed_off, round_view
+from k8s_faults import FaultyKube
 from k8s_local import KUBECONFIG, Kube, controller_config, kube_of
 from typer.testing import CliRunner
 
-from alloc.adapters.base import ExecutorFault, FaultKind
+from alloc.adapters.base import FaultKind
 from alloc.adapters.kubernetes.api import KubeApi, KubeConnection
 from alloc.adapters.kubernetes.executor import KubernetesExecutor
 from alloc.adapters.kubernetes.read import KubeSite
@@ -85,30 +86,6 @@ def api_view(kube: Kube) -> tuple[dict[str, set[str]], set[str]]:
         else:
             pending.add(workload)
     return bound, pending - set(bound)
-
-
-def round_view(outcome: RoundOutcome) -> tuple[dict[str, set[str]], set[str]]:
-    assert outcome.snapshot is not None
-    workloads = outcome.snapshot.workloads
-    return (
-        {w.id: set(w.hosts) for w in workloads if w.running},
-        {w.id for w in workloads if not w.running},
-    )
-
-
-def backed_off(faults: list[ExecutorFault], calls: list[Call]) -> None:
-    """One call's failed attempts, numbered, each but the last tried again after a wait at
-    least as long as the one before (exponential with jitter: between half the doubled
-    backoff and all of it, from 0.2 s), and the proxy saw each attempt at least that long
-    after the one before (`calls`: the attempts as the proxy logged them)."""
-    assert [f.attempt for f in faults] == list(range(1, len(faults) + 1))
-    waits = [f.retry_in_s for f in faults if f.retry_in_s is not None]
-    assert len(waits) >= len(faults) - 1
-    assert 0.1 <= waits[0] <= 0.2
-    assert waits == sorted(waits)
-    gaps = [b.t - a.t for a, b in zip(calls, calls[1:], strict=False)]
-    assert len(gaps) >= len(waits)
-    assert all(gap >= wait for gap, wait in zip(gaps, waits, strict=False))
 
 
 def running_free_pods(kube: Kube, controller: Controller) -> None:

@@ -132,7 +132,7 @@ def test_budgets_set_refuses_a_share_that_brings_siblings_above_100_percent_by_a
     )
     over = budgets_set(config, "c", "70.0000001%")
     assert over.exit_code == 2
-    assert "would bring its siblings' shares to 100.0000001% of the root" in over.stderr
+    assert "would bring its siblings' shares to 100.0000001% of lab, the root" in over.stderr
     full = budgets_set(config, "c", "70%")  # 0.1 + 0.2 + 0.7: exactly 100%
     assert full.exit_code == 0, full.stderr
     store = StateStore(f"sqlite:///{tmp_path / 's.db'}")
@@ -168,7 +168,9 @@ def test_budgets_show_names_the_config_when_changes_made_before_an_edit_overfill
     store.close()
     shown = CliRunner().invoke(app, ["budgets", "show", "--config", str(config)])
     assert shown.exit_code == 2
-    assert shown.stderr.startswith(f"error: {config}: budgets: the shares of the root's")
+    assert shown.stderr.startswith(
+        f"error: {config}: budgets: the shares of the children of lab, the root sum to"
+    )
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])

@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from slurm_faults import DOWN, Call, FaultySlurm
+from fault_checks import backed_off, round_view
+from slurm_faults import DOWN, FaultySlurm
 from slurm_local import PLAIN, Cluster, cluster_of
 from typer.testing import CliRunner
 
-from alloc.adapters.base import ExecutorFault, FaultKind
+from alloc.adapters.base import FaultKind
 from alloc.adapters.slurm import SlurmExecutor, SlurmSite
 from alloc.adapters.slurm.commands import SlurmCommands
 from alloc.cli.app import app
@@ -74,30 +75,6 @@ def squeue_view(slurm: Cluster) -> tuple[dict[str, set[str]], set[str]]:
         if j["job_state"] == "RUNNING"
     }
     return running, {i for i, j in jobs.items() if j["job_state"] == "PENDING"}
-
-
-def round_view(outcome: RoundOutcome) -> tuple[dict[str, set[str]], set[str]]:
-    assert outcome.snapshot is not None
-    workloads = outcome.snapshot.workloads
-    return (
-        {w.id: set(w.hosts) for w in workloads if w.running},
-        {w.id for w in workloads if not w.running},
-    )
-
-
-def backed_off(faults: list[ExecutorFault], calls: list[Call]) -> None:
-    """One call's failed attempts, numbered, each but the last tried again after a wait at
-    least as long as the one before (exponential with jitter: between half the doubled
-    backoff and all of it, from 0.2 s), and the wrapper saw each attempt at least that long
-    after the one before (`calls`: the attempts as the wrapper logged them)."""
-    assert [f.attempt for f in faults] == list(range(1, len(faults) + 1))
-    waits = [f.retry_in_s for f in faults if f.retry_in_s is not None]
-    assert len(waits) >= len(faults) - 1
-    assert 0.1 <= waits[0] <= 0.2
-    assert waits == sorted(waits)
-    gaps = [b.t - a.t for a, b in zip(calls, calls[1:], strict=False)]
-    assert len(gaps) >= len(waits)
-    assert all(gap >= wait for gap, wait in zip(gaps, waits, strict=False))
 
 
 def test_a_gangs_nodes_freed_in_part_leave_it_held_and_the_next_round_completes_it(
