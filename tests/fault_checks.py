@@ -1,6 +1,6 @@
 """What the executor-fault tests of both cluster managers check (tests/test_slurm_faults.py
 behind a failing wrapper, tests/test_kubernetes_faults.py behind a faulty proxy): a round's
-view of the cluster, and a call tried again after a backoff that grows."""
+view of the cluster, its plan checked, and a call tried again after a backoff that grows."""
 
 from __future__ import annotations
 
@@ -9,10 +9,19 @@ from typing import Protocol
 
 from alloc.adapters.base import ExecutorFault
 from alloc.controller import RoundOutcome
+from alloc.solve.validate import validate
 
 
 class Attempt(Protocol):
     t: float  # when the call reached the wrapper or the proxy (time.time())
+
+
+def checked(outcome: RoundOutcome) -> RoundOutcome:
+    """A round that ran, its plan keeping every invariant of SPEC.md."""
+    assert outcome.error == "", outcome.error
+    assert outcome.plan is not None and outcome.snapshot is not None
+    assert validate(outcome.snapshot, outcome.plan) == []
+    return outcome
 
 
 def round_view(outcome: RoundOutcome) -> tuple[dict[str, set[str]], set[str]]:

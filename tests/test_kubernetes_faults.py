@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fault_checks import backed_off, round_view
+from fault_checks import backed_off, checked, round_view
 from k8s_faults import FaultyKube
 from k8s_local import KUBECONFIG, Kube, controller_config, kube_of
 from typer.testing import CliRunner
@@ -23,12 +23,11 @@ from alloc.adapters.kubernetes.executor import KubernetesExecutor
 from alloc.adapters.kubernetes.read import KubeSite
 from alloc.adapters.kubernetes.steps import call_name
 from alloc.cli.app import app
-from alloc.controller import Controller, RoundOutcome
+from alloc.controller import Controller
 from alloc.controller.faults import fault_lines
 from alloc.controller.metrics import ControllerMetrics
 from alloc.controller.state import StateStore
 from alloc.domain import Action, BudgetNode, BudgetPath, BudgetTree, Policy
-from alloc.solve.validate import validate
 
 TREE = BudgetTree(BudgetNode("lab", 1.0, (), (BudgetNode("nlp", 0.5), BudgetNode("vision", 0.5))))
 ATTEMPTS = 3
@@ -65,13 +64,6 @@ def controller_of(
     policy = Policy(solver="greedy", time_limit_s=5.0)
     executor = KubernetesExecutor(site, TREE, KubeApi(connection), policy)
     return Controller(executor, StateStore(f"sqlite:///{tmp_path / 'state.db'}"), 1.0, TREE)
-
-
-def checked(outcome: RoundOutcome) -> RoundOutcome:
-    assert outcome.error == "", outcome.error
-    assert outcome.plan is not None and outcome.snapshot is not None
-    assert validate(outcome.snapshot, outcome.plan) == []
-    return outcome
 
 
 def api_view(kube: Kube) -> tuple[dict[str, set[str]], set[str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fault_checks import backed_off, round_view
+from fault_checks import backed_off, checked, round_view
 from slurm_faults import DOWN, FaultySlurm
 from slurm_local import PLAIN, Cluster, cluster_of
 from typer.testing import CliRunner
@@ -20,11 +20,10 @@ from alloc.adapters.base import FaultKind
 from alloc.adapters.slurm import SlurmExecutor, SlurmSite
 from alloc.adapters.slurm.commands import SlurmCommands
 from alloc.cli.app import app
-from alloc.controller import Controller, RoundOutcome
+from alloc.controller import Controller
 from alloc.controller.metrics import ControllerMetrics
 from alloc.controller.state import StateStore
 from alloc.domain import Action, BudgetNode, BudgetPath, BudgetTree, Policy
-from alloc.solve.validate import validate
 
 TREE = BudgetTree(BudgetNode("lab", 1.0, (), (BudgetNode("nlp", 0.5), BudgetNode("vision", 0.5))))
 SITE = SlurmSite(accounts={"nlp": BudgetPath("nlp"), "vision": BudgetPath("vision")})
@@ -56,13 +55,6 @@ def controller_of(faulty: FaultySlurm, tmp_path: Path, timeout_s: float = 10.0) 
     policy = Policy(solver="greedy", time_limit_s=5.0)
     executor = SlurmExecutor(SITE, TREE, policy, commands)
     return Controller(executor, StateStore(f"sqlite:///{tmp_path / 'state.db'}"), 1.0, TREE)
-
-
-def checked(outcome: RoundOutcome) -> RoundOutcome:
-    assert outcome.error == "", outcome.error
-    assert outcome.plan is not None and outcome.snapshot is not None
-    assert validate(outcome.snapshot, outcome.plan) == []
-    return outcome
 
 
 def squeue_view(slurm: Cluster) -> tuple[dict[str, set[str]], set[str]]:
