@@ -383,6 +383,9 @@ class ReportedCluster:
     def notes(self) -> dict[WorkloadId, str]:
         return dict(self._notes)
 
+    def no_budget(self) -> dict[WorkloadId, str]:
+        return {}
+
 
 def reported_snapshot() -> Snapshot:
     base = snapshot_of(

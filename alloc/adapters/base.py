@@ -133,6 +133,12 @@ class Executor(Protocol):
         contract comment, a job the cluster holds back): for `alloc status`."""
         ...
 
+    def no_budget(self) -> Mapping[WorkloadId, str]:
+        """Workloads of the last snapshot without a budget although their job named one, and
+        why: `its account 'physics' is not mapped to a budget node (slurm.accounts)`. What
+        `alloc explain` says of them instead of "it names no budget"."""
+        ...
+
     def changes(self) -> str:
         """A cheap fingerprint of what a round reacts to (jobs queued, running or ended, host
         states): when it changes between rounds, the controller runs one early (an event)."""

@@ -20,6 +20,9 @@ class SimExecutor:
     def notes(self) -> dict[WorkloadId, str]:
         return {}  # every job is read as declared
 
+    def no_budget(self) -> dict[WorkloadId, str]:
+        return {}  # a workload's budget is the one it names
+
     def faults(self) -> tuple[ExecutorFault, ...]:
         return ()  # its calls never fail
 

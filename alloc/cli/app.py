@@ -172,6 +172,7 @@ def explain(
 ) -> None:
     """Why a workload starts, waits or is preempted, and what would have to change:
     `alloc explain INSTANCE WORKLOAD`, or live `alloc explain --config FILE WORKLOAD`."""
+    from alloc.domain import WorkloadId
     from alloc.explain import explain as explain_workload
     from alloc.io import load_instance
     from alloc.round import RoundOptions, solve_round
@@ -184,11 +185,13 @@ def explain(
                 )
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
-            from alloc.cli.live_cmd import live_with_notes, say_notes
+            from alloc.cli.live_cmd import read_live, say_notes
 
-            snapshot, notes = live_with_notes(config)
-            source, wanted = f"the cluster of {config}", instance
-            say_notes(notes, only=wanted)
+            snapshot, notes, no_budget, _, _ = read_live(config)
+            source, wanted = f"the cluster of {config}", WorkloadId(instance)
+            unmapped = no_budget.get(wanted)
+            if notes.get(wanted) != f"{unmapped}: it runs unfunded":  # the headline says it
+                say_notes(notes, only=wanted)
         else:
             if instance is None or workload is None:
                 raise MissingInput(
@@ -196,7 +199,8 @@ def explain(
                     "required, but not given: alloc explain INSTANCE WORKLOAD (or, live, "
                     "alloc explain --config FILE WORKLOAD)",
                 )
-            snapshot, source, wanted = load_instance(instance), instance, workload
+            snapshot, source, wanted = load_instance(instance), instance, WorkloadId(workload)
+            unmapped = None
         if wanted not in snapshot.by_id:
             raise InputError(source, "workloads", f"no workload with id {wanted!r}")
         if plan:
@@ -206,7 +210,8 @@ def explain(
             chosen, ctx = result.plan, result.context
         # Names as the cluster wrote them; lines broken to COLUMNS or the terminal, each keeping
         # its section's indent (whole in a pipe or a log file).
-        for line in explain_workload(snapshot, chosen, wanted, ctx).text(table_width()):
+        why = explain_workload(snapshot, chosen, wanted, ctx, no_budget=unmapped)
+        for line in why.text(table_width()):
             out.print(line, highlight=False, markup=False, soft_wrap=True)
 
     guarded(act)

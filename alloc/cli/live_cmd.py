@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
@@ -108,20 +108,22 @@ def say_notes(notes: Mapping[WorkloadId, str], only: str | None = None) -> None:
             err.print(note, markup=False, highlight=False, soft_wrap=True)
 
 
+class Live(NamedTuple):
+    """The live cluster of a controller config, as its commands read it."""
+
+    snapshot: Snapshot  # with the ledger's window usage
+    notes: dict[WorkloadId, str]  # the executor's, on jobs it left out or read otherwise
+    no_budget: dict[WorkloadId, str]  # why a job that named a budget has none
+    last: dict[str, Mapping[str, object]]  # the controller's last decision about each
+    unseen: int  # running workloads its ledger has not seen yet
+
+
 def live(config: Path) -> Snapshot:
     """The live cluster of a controller config, with its ledger's window usage."""
-    return live_with_notes(config)[0]
+    return read_live(config).snapshot
 
 
-def live_with_notes(config: Path) -> tuple[Snapshot, dict[WorkloadId, str]]:
-    """The live cluster and the executor's notes on jobs it left out or read otherwise."""
-    snapshot, notes, _, _ = _live(config)
-    return snapshot, notes
-
-
-def _live(
-    config: Path,
-) -> tuple[Snapshot, dict[WorkloadId, str], dict[str, Mapping[str, object]], int]:
+def read_live(config: Path) -> Live:
     """The live cluster, the executor's notes, the controller's last recorded decision
     about each workload in it (with the kind of round that made it), and how many running
     workloads its ledger has not seen yet."""
@@ -142,7 +144,7 @@ def _live(
         raise InputError(str(config), "budgets", str(exc)) from None
     finally:
         store.close()
-    return snapshot, dict(executor.notes()), last, unseen
+    return Live(snapshot, dict(executor.notes()), dict(executor.no_budget()), last, unseen)
 
 
 def status(
@@ -167,7 +169,7 @@ def status(
     )
 
     def act() -> None:
-        snapshot, notes, last, unseen = _live(config)
+        snapshot, notes, _, last, unseen = read_live(config)
         result = solve_round(snapshot, RoundOptions(solver=solver))
         counts = running_counts(result.plan, result.context)
         width = table_width()

@@ -174,10 +174,10 @@ def _snapshot(
                 "with --config the round is solved on the live cluster: give no INSTANCE "
                 "and no --plan",
             )
-        from alloc.cli.live_cmd import live_with_notes
+        from alloc.cli.live_cmd import read_live
 
-        snapshot, notes = live_with_notes(config)
-        return snapshot, f"the cluster of {config}", dict(notes)
+        live = read_live(config)
+        return live.snapshot, f"the cluster of {config}", live.notes
     if instance is None:
         raise MissingInput("INSTANCE", "required, but not given (or, live, --config FILE)")
     return load_instance(instance), str(instance), {}

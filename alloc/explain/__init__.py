@@ -67,15 +67,21 @@ class Explanation:
 
 
 def explain(
-    snapshot: Snapshot, plan: Plan, workload: str, ctx: RoundContext | None = None
+    snapshot: Snapshot,
+    plan: Plan,
+    workload: str,
+    ctx: RoundContext | None = None,
+    no_budget: str | None = None,
 ) -> Explanation:
+    """`no_budget`: why the workload has no budget though its job named one, as the cluster's
+    site mapping says (`Executor.no_budget`); said instead of "it names no budget"."""
     ctx = ctx or round_context(snapshot)
     wid = WorkloadId(workload)
     d = plan.decision(wid)
     budget = snapshot.by_id[wid].budget
     return Explanation(
-        headline(plan, wid, snapshot, ctx),
-        facts=contract_facts(ctx, plan, wid),
+        headline(plan, wid, snapshot, ctx, no_budget),
+        facts=contract_facts(ctx, plan, wid, no_budget),
         path=budget_path(ctx, budget) if budget else [],
         why=why_lines(ctx, plan, wid, d),
         change=change_lines(ctx, plan, wid, d),

@@ -67,7 +67,11 @@ HOLDING_TEXT = {
 
 
 def headline(
-    plan: Plan, wid: WorkloadId, snapshot: Snapshot | None = None, ctx: RoundContext | None = None
+    plan: Plan,
+    wid: WorkloadId,
+    snapshot: Snapshot | None = None,
+    ctx: RoundContext | None = None,
+    no_budget: str | None = None,
 ) -> str:
     """`a-gang: wait (no_room): no place fits it this round.` Unfunded work says why it is
     (with the snapshot): it names no budget, or which node on its path has a share of 0%.
@@ -82,7 +86,7 @@ def headline(
         if clause is not None:
             text = text.replace(OVER, clause)
     if d.reason is Reason.UNFUNDED and snapshot is not None:
-        why = unfunded_because(snapshot.budgets, snapshot.by_id[wid])
+        why = unfunded_because(snapshot.budgets, snapshot.by_id[wid], no_budget)
         if why is not None:
             text = f"{why}; {_UNFUNDED_RUNS}"
     return f"{wid}: {d.action.value}{where} ({d.reason.value}): {text}."
@@ -91,7 +95,9 @@ def headline(
 _UNFUNDED_RUNS = "it runs as unallocated work: free, never protected, never charged"
 
 
-def contract_facts(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
+def contract_facts(
+    ctx: RoundContext, plan: Plan, wid: WorkloadId, no_budget: str | None = None
+) -> list[str]:
     """What it asks for and what the contract makes of it: size, minimum runtime, occupancy,
     since when it runs and until when it is protected, backfill."""
     snapshot = ctx.snapshot
@@ -103,7 +109,7 @@ def contract_facts(ctx: RoundContext, plan: Plan, wid: WorkloadId) -> list[str]:
         f"{'resumable' if w.resumable else 'not resumable'}, priority {w.priority}, "
         f"topology {w.topology.value}" + (f", GPU type {w.gpu_type}" if w.gpu_type else "")
     ]
-    why = unfunded_because(snapshot.budgets, w)
+    why = unfunded_because(snapshot.budgets, w, no_budget)
     if why is not None:
         facts.append(f"unfunded: {why}; never protected, never charged")
     facts.append(

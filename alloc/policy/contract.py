@@ -84,13 +84,16 @@ def funded_in(budgets: BudgetTree, workload: Workload) -> bool:
     return budgets.effective_allocation(workload.budget) > 0
 
 
-def unfunded_because(budgets: BudgetTree, workload: Workload) -> str | None:
+def unfunded_because(
+    budgets: BudgetTree, workload: Workload, no_budget: str | None = None
+) -> str | None:
     """Why the workload is unfunded (SPEC invariant 5), None when it is funded: it names no
-    budget, or a node whose effective allocation is 0, said by the first node on its path
-    whose share is 0% (`its budget p/z has an effective allocation of 0: p has a share of 0%
-    of its parent`)."""
+    budget (or, `no_budget`, what it named maps to none: `its account 'physics' is not mapped
+    to a budget node (slurm.accounts)`), or a node whose effective allocation is 0, said by
+    the first node on its path whose share is 0% (`its budget p/z has an effective allocation
+    of 0: p has a share of 0% of its parent`)."""
     if not workload.budget:
-        return "it names no budget"
+        return no_budget or "it names no budget"
     if budgets.effective_allocation(workload.budget) > 0:
         return None
     zero = next((p for p in path_prefixes(workload.budget) if budgets.node(p).share <= 0), None)

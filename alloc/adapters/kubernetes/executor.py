@@ -79,6 +79,7 @@ class KubernetesExecutor:
         self.policy = policy or Policy()
         self.cluster_name = cluster_name
         self.problems: dict[WorkloadId, str] = {}
+        self.unmapped: dict[WorkloadId, str] = {}  # workloads whose namespace has no budget
         self._ended: tuple[EndedRun, ...] = ()
         self.requeue = Requeue(api, site.namespaces, site.scheduler_name)
 
@@ -112,6 +113,7 @@ class KubernetesExecutor:
         snapshot, self.problems = cluster_snapshot(
             datetime.now(UTC), self.policy, found.room, self.budgets, read
         )
+        self.unmapped = {w.workload.id: w.no_budget for w in found.workloads if w.no_budget}
         return snapshot
 
     def ended_runs(self) -> tuple[EndedRun, ...]:
@@ -119,6 +121,9 @@ class KubernetesExecutor:
 
     def notes(self) -> dict[WorkloadId, str]:
         return dict(self.problems)
+
+    def no_budget(self) -> dict[WorkloadId, str]:
+        return dict(self.unmapped)
 
     def faults(self) -> tuple[ExecutorFault, ...]:
         """The failed attempts of API calls since the last call (alloc.adapters.kubernetes.api

@@ -108,8 +108,10 @@ class KubeWorkload:
 
     workload: Workload
     pods: tuple[KubePod, ...]
-    problem: str = ""  # why its contract was not used (it runs as unallocated work)
+    problem: str = ""  # why it is read otherwise than declared: its contract not used (it
+    # runs as unallocated work), its namespace and queue mapped to no budget node (unfunded)
     blocked: str = ""  # why no round may place it now (left out of the snapshot)
+    no_budget: str = ""  # why it has no budget: its namespace (and queue) mapped to no node
 
 
 def hosts_from_nodes(nodes: Iterable[Mapping[str, Any]], site: KubeSite) -> tuple[Host, ...]:
@@ -302,7 +304,13 @@ def _workload(
             f"{len(pods)} pods of {'/'.join(map(str, sizes))} GPUs: a gang of several pods "
             "takes whole nodes (each pod asks for all of a node's GPUs)"
         )
-    return KubeWorkload(workload, pods, contract.problem, blocked)
+    problems = [contract.problem] if contract.problem else []
+    no_budget = ""
+    if budget is None:  # as Slurm's unmapped accounts (alloc.adapters.slurm.read)
+        named = f"its namespace {namespace!r}" + (f" and queue {queue!r} are" if queue else " is")
+        no_budget = f"{named} not mapped to a budget node (kubernetes.queues)"
+        problems.append(f"{no_budget}: it runs unfunded")
+    return KubeWorkload(workload, pods, "; ".join(problems), blocked, no_budget)
 
 
 def _check_whole(

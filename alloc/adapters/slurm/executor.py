@@ -78,6 +78,7 @@ class SlurmExecutor:
         self.commands = commands or SlurmCommands()
         self.cluster_name = cluster_name
         self.problems: dict[WorkloadId, str] = {}  # jobs whose comment was not used, and why
+        self.unmapped: dict[WorkloadId, str] = {}  # jobs whose account has no budget node
         self._ended: tuple[EndedRun, ...] = ()
 
     def read(self) -> tuple[Cluster, tuple[SlurmJob, ...], dict[HostName, str]]:
@@ -102,6 +103,7 @@ class SlurmExecutor:
         now = datetime.now(UTC)
         read = ((j.workload, j.problem, j.blocked) for j in jobs)
         snapshot, self.problems = cluster_snapshot(now, self.policy, cluster, self.budgets, read)
+        self.unmapped = {j.workload.id: j.no_budget for j in jobs if j.no_budget}
         return snapshot
 
     def ended_runs(self) -> tuple[EndedRun, ...]:
@@ -109,6 +111,9 @@ class SlurmExecutor:
 
     def notes(self) -> dict[WorkloadId, str]:
         return dict(self.problems)
+
+    def no_budget(self) -> dict[WorkloadId, str]:
+        return dict(self.unmapped)
 
     def faults(self) -> tuple[ExecutorFault, ...]:
         return self.commands.take_faults()

@@ -70,6 +70,7 @@ class SlurmJob:
     problem: str = ""  # why it is read otherwise than declared: its comment not used (it runs
     # as unallocated work), its account mapped to no budget node (unfunded)
     blocked: str = ""  # why no round may place it now (Slurm holds it back, or its shape)
+    no_budget: str = ""  # why it has no budget though its job named one (an unmapped account)
 
 
 def gpus_of(gres: str | None, default_type: str) -> tuple[int, str | None]:
@@ -177,11 +178,10 @@ def _job(
     account = str(job.get("account") or "")
     budget = site.accounts.get(account)
     problems = [contract.problem] if contract.problem else []
+    no_budget = ""
     if account and budget is None:  # else "it names no budget": the account does, unmapped
-        problems.append(
-            f"its account {account!r} is not mapped to a budget node (slurm.accounts): "
-            "it runs unfunded"
-        )
+        no_budget = f"its account {account!r} is not mapped to a budget node (slurm.accounts)"
+        problems.append(f"{no_budget}: it runs unfunded")
     workload = Workload(
         id=WorkloadId(str(job["job_id"])),
         budget=budget,
@@ -207,9 +207,8 @@ def _job(
         )
     elif running and (not placed or any(h not in cluster.by_name for h in placed)):
         blocked = "runs on nodes alloc does not manage"
-    return SlurmJob(
-        workload, held, state, str(job.get("required_nodes") or ""), "; ".join(problems), blocked
-    )
+    pinned = str(job.get("required_nodes") or "")
+    return SlurmJob(workload, held, state, pinned, "; ".join(problems), blocked, no_budget)
 
 
 def _whole_nodes(per_node: int, gpu_type: str | None, cluster: Cluster) -> bool:
