@@ -267,7 +267,7 @@ def names_alike(shown: str, name: str) -> bool:
     return name.startswith(head) and name.endswith(tail) and len(shown) <= len(name)
 
 
-@pytest.mark.parametrize("width", [80, 100, 120])
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
 def test_status_of_a_deep_tree_names_the_node_of_every_ratio_it_shows(width):
     """Issue 17: in 80 columns the ratios along `alloc generate --levels 4,15,150`'s paths
     read `0.03 > 0.02…`, no names and the leaf's ratio lost. Now names are shortened (the
@@ -301,6 +301,13 @@ def test_status_of_a_deep_tree_names_the_node_of_every_ratio_it_shows(width):
         assert all(any(v == fv and names_alike(n, fn) for fn, fv in left) for n, v in named), line
         levels.add(len(named))
     assert (levels <= {1, 2, 3}) if width < 120 else levels == {3}, out[:5]
+    # In 60 columns it fits by leaving out the standing, the priority and the time waiting,
+    # and says so (it said "the table is 64 characters wide" before).
+    columns, cells = queue_table(rows)
+    said = notes(columns, fit(columns, cells, width), cells)
+    assert not any("wider than" in line for line in said), said
+    left_out = [line for line in said if line.startswith("left out")]
+    assert left_out == (["left out at 60 columns: prio, waiting, standing"] if width == 60 else [])
 
 
 @pytest.fixture(scope="module")

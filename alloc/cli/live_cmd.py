@@ -68,11 +68,12 @@ def queue_table(rows: Sequence[QueueRow]) -> tuple[list[Column], list[list[str]]
         Column("workload", shorten=shorten_middle, stages=NAME, distinct=True),
         Column("budget", shorten=shorten_path, stages=PATH, distinct=True),
         Column("GPUs", right=True),
-        *([Column("prio", right=True, drop=1)] if prio else []),
-        Column("waiting", right=True, shorten=shorten_duration, stages=WAITING),
+        *([Column("prio", right=True, drop=2)] if prio else []),
+        # left out of a narrow terminal, in turn: the standing (the decision says most of it),
+        # the priority, the time waiting (a deep budget tree's paths and ratios need the room)
+        Column("waiting", right=True, shorten=shorten_duration, stages=WAITING, drop=1),
         Column("this round", shorten=shorten_end, stages=DECISION, codes=REASONS),
-        # the decision says most of the standing: the first left out of a narrow terminal
-        Column("standing", stages=STANDING, codes=STANDINGS, drop=2),
+        Column("standing", stages=STANDING, codes=STANDINGS, drop=3),
         ratios_column([r.path for r in rows]),
     ]
     cells = [
