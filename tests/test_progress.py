@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 
 from alloc.cli.app import app
 from alloc.cli.columns import Column, fit
-from alloc.cli.columns import shorten_middle_keep_tail as shorten
 from alloc.cli.progress import ProgressDisplay, RunState, clock
 from alloc.cli.render_whatif import print_comparison, text_column
+from alloc.cli.shorten import shorten_middle_keep_tail as shorten
 from alloc.report.compare import compare
 
 ROOT = Path(__file__).resolve().parents[1]

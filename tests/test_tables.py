@@ -18,20 +18,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from alloc.cli.app import app
-from alloc.cli.columns import (
-    Column,
-    Layout,
-    abbreviations,
-    fit,
-    format_row,
-    lines,
-    notes,
-    shorten_duration,
-    shorten_end,
-    shorten_middle,
-    shorten_path,
-)
+from alloc.cli.columns import Column, Layout, abbreviations, fit, format_row, lines, notes
 from alloc.cli.queue_table import REASONS
+from alloc.cli.shorten import shorten_duration, shorten_end, shorten_middle, shorten_path
 from alloc.cli.tables import print_table
 from alloc.domain import Reason
 
@@ -364,13 +353,13 @@ def test_paths_keep_the_number_a_node_ends_in_and_never_read_alike():
     ],
 )
 def test_ratios_along_a_path_keep_their_names_shortened(width, shown):
-    from alloc.cli.columns import shorten_ratios
+    from alloc.cli.shorten import shorten_ratios
 
     assert shorten_ratios("robotics 0.01 > team2 0.00 > r13 0.40", width) == shown
 
 
 def test_a_leaf_name_in_the_ratios_is_cut_in_the_middle_only_where_no_other_can_be():
-    from alloc.cli.columns import ratios_all_levels, shorten_ratios
+    from alloc.cli.shorten import ratios_all_levels, shorten_ratios
 
     assert shorten_ratios("nlp 0.01 > tulu 0.00", 19) == "n… 0.01 > tulu 0.00"
     assert shorten_ratios("nlp 0.01 > tulu 0.00", 18) == "n… 0.01 > t…u 0.00"

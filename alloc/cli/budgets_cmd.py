@@ -11,9 +11,10 @@ from typing import Annotated
 
 import typer
 
-from alloc.cli.columns import Column, shorten_end, shorten_middle, shorten_path
+from alloc.cli.columns import Column
 from alloc.cli.commands import Command, Subcommands
 from alloc.cli.common import guarded, out
+from alloc.cli.shorten import shorten_end, shorten_middle, shorten_path
 from alloc.cli.tables import print_table
 from alloc.io import InputError
 from alloc.readable import natural_key, number

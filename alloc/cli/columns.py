@@ -1,23 +1,22 @@
-"""Columns of plain text fitted to a width: the one helper behind every table alloc prints
-(`alloc queue`, `alloc whatif`, and the tables of `alloc.cli.tables`).
+"""Columns of plain text fitted to a width: the one helper behind every table alloc prints (`alloc
+queue`, `alloc whatif`, and the tables of `alloc.cli.tables`).
 
-A row is one line whatever the width. Columns are as wide as their widest cell (or header),
-two spaces apart. When that is wider than the width, the columns that may be shortened are
-narrowed one character at a time, widest first, stage by stage (`Column.stages`: how far
-each may go at each stage): the codes of a column written shorter (`Column.codes`,
-`over_allocation` -> `over_alloc`, explained by `abbreviations`), then its longer cells
-shortened with an ellipsis (`shorten_end`, `shorten_middle`, `shorten_path`,
-`shorten_ratios`); numbers are never cut, and a column of names (`Column.distinct`: ids,
-budget paths) never so far that two of its different cells read the same; the legend
-(`abbreviations`) promises only the codes written shorter that a cell shows whole. A column
-whose cells come out narrower than its width at a stage frees the rest before the
-next stage. When the last stage still leaves a line wider than the width, the columns a table
-marks as least useful (`Column.drop`) are left out, the least useful first, and the table's
-notes (`notes`) name them; a table still too wide says so there rather than overflow
-silently (every line a table prints fits the width, COLUMNS in a terminal). A row
-of one cell is a group heading and may use the whole line. Every cell is shown as
-`alloc.printable.shown` writes it (a name a cluster reports may hold an escape sequence or a
-line break), before it is measured (`visible`)."""
+A row is one line whatever the width. Columns are as wide as their widest cell (or header), two
+spaces apart. When that is wider than the width, the columns that may be shortened are narrowed
+one character at a time, widest first, stage by stage (`Column.stages`: how far each may go at
+each stage): the codes of a column written shorter (`Column.codes`, `over_allocation` ->
+`over_alloc`, explained by `abbreviations`), then its longer cells shortened with an ellipsis
+(`Column.shorten`, one of alloc.cli.shorten's); numbers are never cut, and a column of names
+(`Column.distinct`: ids, budget paths) never so far that two of its different cells read the
+same; the legend (`abbreviations`) promises only the codes written shorter that a cell shows
+whole. A column whose cells come out narrower than its width at a stage frees the rest before
+the next stage. When the last stage still leaves a line wider than the width, the columns a
+table marks as least useful (`Column.drop`) are left out, the least useful first, and the
+table's notes (`notes`) name them; a table still too wide says so there rather than overflow
+silently (every line a table prints fits the width, COLUMNS in a terminal). A row of one cell is
+a group heading and may use the whole line. Every cell is shown as `alloc.printable.shown`
+writes it (a name a cluster reports may hold an escape sequence or a line break), before it is
+measured (`visible`)."""
 
 from __future__ import annotations
 
@@ -25,10 +24,10 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from alloc.cli.shorten import shorten_end
 from alloc.printable import shown
 
 __all__ = [
-    "ELLIPSIS",
     "Column",
     "Layout",
     "abbreviations",
@@ -36,170 +35,11 @@ __all__ = [
     "notes",
     "format_row",
     "lines",
-    "shorten_end",
-    "shorten_middle",
-    "shorten_path",
-    "shorten_middle_keep_tail",
-    "shorten_ratios",
-    "ratios_all_levels",
     "visible",
     "wrap",
 ]
 
-ELLIPSIS = "…"
 GAP = 2  # spaces between columns when the row fits so
-
-
-def shorten_end(text: str, width: int) -> str:
-    """A reason or a type keeps its start: `unallocated_dis…`."""
-    if len(text) <= width:
-        return text
-    return ELLIPSIS[:width] if width <= 1 else text[: width - 1] + ELLIPSIS
-
-
-def _middle(text: str, width: int, head: int) -> str:
-    if len(text) <= width:
-        return text
-    if width <= 1:
-        return ELLIPSIS[:width]
-    return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head) :]
-
-
-def shorten_middle(text: str, width: int) -> str:
-    """An id keeps its head and its tail, the head the longer (`olmo-7b-…-run-3`): both tell
-    runs apart."""
-    return _middle(text, width, (width - 1) - (width - 1) // 2)
-
-
-def shorten_middle_keep_tail(text: str, width: int) -> str:
-    """A label or a budget path cut in the middle, the tail the longer (`computati…rge-models`):
-    its first and its last part are its program and its team (or its policy)."""
-    return _middle(text, width, (width - 1) // 2)
-
-
-_UNITS = {"s": 1, "min": 60, "h": 60, "d": 24}  # each unit in the one below it
-
-
-def shorten_duration(text: str, width: int) -> str:
-    """A duration as `alloc.readable.duration` writes it, in its largest unit only, rounded
-    half up (`13 h 2 min` -> `13 h`, `1 d 19 h` -> `2 d`, `9 h 30 min` -> `10 h`); other
-    text as it is."""
-    parts = text.split()
-    if len(parts) != 4 or parts[1] not in _UNITS or parts[3] not in _UNITS:
-        return text
-    try:
-        big, small = int(parts[0].replace(",", "")), int(parts[2])
-    except ValueError:
-        return text
-    rounded = big + (2 * small >= _UNITS[parts[1]])
-    return f"{rounded:,} {parts[1]}"
-
-
-def _initial(node: str) -> str:
-    """A node of a path cut to its first letter and the number it ends in, which tells
-    siblings apart: `vision` -> `v…`, `team3` -> `t…3`, `team12` -> `t…12`."""
-    number = node[len(node.rstrip("0123456789")) :]
-    short = node[0] + ELLIPSIS + number
-    return short if len(short) < len(node) else node
-
-
-def shorten_path(text: str, width: int) -> str:
-    """A budget path keeps its leaf: the nodes above it are cut to their first letter (and
-    the number they end in) from the top down (`v…/c…/alice`, `v…/t…3/r34`), then they are
-    left out from the top (`…/t…3/r34`, `…/alice`), then what is left loses its start."""
-    parts = text.split("/")
-    for i in range(len(parts) - 1):
-        if len("/".join(parts)) <= width:
-            break
-        parts[i] = _initial(parts[i])
-    short = "/".join(parts)
-    for i in range(1, len(parts)):
-        if len(short) <= width:
-            break
-        short = ELLIPSIS + "/" + "/".join(parts[i:])
-    return short if len(short) <= width else ELLIPSIS + short[len(short) - max(0, width - 1) :]
-
-
-_RATIO_SEP = " > "
-
-
-def _ratio_steps(text: str) -> list[tuple[str, str]] | None:
-    """`nlp 0.01 > tulu 0.00` as [("nlp", "0.01"), ("tulu", "0.00")]; None when the text is
-    not ratios along a path (`unfunded: p has a share of 0%`)."""
-    steps = []
-    for step in text.split(_RATIO_SEP):
-        name, _, value = step.rpartition(" ")
-        if not name or not (value == "inf" or value.replace(".", "", 1).isdigit()):
-            return None
-        steps.append((name, value))
-    return steps
-
-
-def _ratio_forms(steps: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-    """The levels shown of the ratios along a path, from the most to the fewest, every ratio
-    beside its node's name: all, the nodes above the leaf cut to their initials from the top
-    down (`n… 0.01 > tulu 0.00`); then the levels between the top and the leaf left out, from
-    the leaf up (`n… 0.01 > … > r13 0.00`); then the top too (`… > r13 0.00`)."""
-    forms = [list(steps)]
-    short = list(steps)
-    for i in range(len(steps) - 1):
-        short[i] = (_initial(short[i][0]), short[i][1])
-        forms.append(list(short))
-    for i in range(len(steps) - 2, 0, -1):  # the levels between the top and the leaf
-        forms.append([short[0], (ELLIPSIS, ""), *short[i + 1 :]])
-    if len(steps) > 1:
-        forms.append([(ELLIPSIS, ""), short[-1]])
-    return forms
-
-
-_LEAF_LEAST = 3  # a leaf's name cut in the middle keeps at least this many characters
-
-
-def _ratios_in(form: list[tuple[str, str]], width: int, cut: bool) -> str | None:
-    """`form` in `width`, its leaf's name whole or (if `cut`) cut in the middle, keeping its
-    end, which tells `r12` from `r13`; None if it does not fit so."""
-    text = _RATIO_SEP.join(f"{name} {value}" if value else name for name, value in form)
-    if len(text) <= width:
-        return text
-    if not cut:
-        return None
-    *above, (leaf, value) = form
-    room = width - (len(text) - len(leaf))  # what the leaf's name may take
-    if room < min(len(leaf), _LEAF_LEAST):
-        return None
-    return _ratios_in([*above, (shorten_middle_keep_tail(leaf, room), value)], width, cut)
-
-
-def ratios_all_levels(text: str) -> int:
-    """The least width at which the ratios along a path keep every level, each with its
-    node's name (cut: those above the leaf to their initials, the leaf's in the middle)."""
-    steps = _ratio_steps(text)
-    if steps is None:
-        return len(text)
-    form = _ratio_forms(steps)[len(steps) - 1]
-    *above, (leaf, value) = form
-    return len(_RATIO_SEP.join([*(f"{n} {v}" for n, v in above), f"{leaf[:_LEAF_LEAST]} {value}"]))
-
-
-def shorten_ratios(text: str, width: int) -> str:
-    """The fair-share ratios along a budget path (`nlp 0.01 > tulu 0.00`) keep every ratio
-    beside its node's name: names are shortened, never dropped from their ratios. The first of
-    `_ratio_forms` that fits: the names above the leaf to their initials, then the leaf's cut
-    in the middle (`n… 0.01 > t…u 0.00`), then the levels between the top and the leaf left
-    out (`…`), then the top, the leaf's name whole or else cut. Text that is not ratios
-    (`unfunded: ...`) keeps its start."""
-    steps = _ratio_steps(text)
-    if steps is None:
-        return shorten_end(text, width)
-    forms = _ratio_forms(steps)
-    every = len(steps) - 1  # the first form with every name above the leaf cut
-    for i, form in enumerate(forms):
-        # The leaf's name is cut only where no other name can be: with every level shown,
-        # and with the leaf alone.
-        found = _ratios_in(form, width, cut=i == every or i == len(forms) - 1)
-        if found is not None:
-            return found
-    return shorten_end(_RATIO_SEP.join(f"{n} {v}" if v else n for n, v in forms[-1]), width)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,19 +11,18 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
-from alloc.cli.columns import (
-    Column,
+from alloc.cli.columns import Column, wrap
+from alloc.cli.common import err, guarded, out, table_width
+from alloc.cli.params import solver_option
+from alloc.cli.queue_table import REASONS
+from alloc.cli.shorten import (
     ratios_all_levels,
     shorten_duration,
     shorten_end,
     shorten_middle,
     shorten_path,
     shorten_ratios,
-    wrap,
 )
-from alloc.cli.common import err, guarded, out, table_width
-from alloc.cli.params import solver_option
-from alloc.cli.queue_table import REASONS
 from alloc.cli.tables import print_table
 from alloc.printable import shown
 from alloc.readable import count, natural_key

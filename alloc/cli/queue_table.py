@@ -9,20 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from alloc.cli.columns import (
-    ELLIPSIS,
-    Column,
-    fit,
-    format_row,
-    notes,
-    shorten_duration,
-    shorten_end,
-    shorten_middle,
-    shorten_path,
-    visible,
-    wrap,
-)
+from alloc.cli.columns import Column, fit, format_row, notes, visible, wrap
 from alloc.cli.render import ratio_text as solve_ratio_text
+from alloc.cli.shorten import ELLIPSIS, shorten_duration, shorten_end, shorten_middle, shorten_path
 from alloc.domain import Reason
 from alloc.queue import QueueRow, State, by_state
 from alloc.readable import count, counted, duration

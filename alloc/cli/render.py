@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from alloc.cli.columns import Column, shorten_middle, shorten_middle_keep_tail
+from alloc.cli.columns import Column
+from alloc.cli.shorten import shorten_middle, shorten_middle_keep_tail
 from alloc.cli.tables import print_table
 from alloc.domain import Plan
 from alloc.domain.plan import WITHOUT_MODEL

@@ -18,14 +18,8 @@ from rich.console import Console
 from rich.text import Text
 
 from alloc.cli import tables
-from alloc.cli.columns import (
-    Column,
-    fit,
-    shorten_duration,
-    shorten_middle_keep_tail,
-    shorten_path,
-    visible,
-)
+from alloc.cli.columns import Column, fit, visible
+from alloc.cli.shorten import shorten_duration, shorten_middle_keep_tail, shorten_path
 from alloc.printable import shown
 from alloc.report.compare import Comparison
 from alloc.report.fmt import duration, pct, signed, stopped_after, worst_team
