@@ -32,7 +32,7 @@ COMMANDS: dict[str, str] = {
     "explain": "",
     "status": "alloc.cli.live_cmd:status",
     "queue": "alloc.cli.queue_cmd:queue",
-    "generate": "",
+    "generate": "alloc.cli.generate_cmd:generate",
     "schema": "",
     "simulate": "alloc.cli.sim_cmd:simulate",
     "whatif": "alloc.cli.whatif_cmd:whatif",
