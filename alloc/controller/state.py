@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sqlalchemy import (
     Connection,
     Engine,
+    Row,
     Select,
     and_,
     create_engine,
@@ -32,6 +33,7 @@ from sqlalchemy import (
 )
 
 from alloc.adapters.base import ApplyReport
+from alloc.controller.queries import close_open, decided_in, latest_decision, preempted_at
 from alloc.controller.tables import (
     actions,
     budget_changes,
@@ -114,7 +116,7 @@ class StateStore:
                     db.execute(insert(runs).values(_row(r, r.ended_s)))
                     closed += 1
                 elif known[key] is None and key not in seen:
-                    closed += _close(db, key, r.ended_s if r.ended_s is not None else now_s)
+                    closed += close_open(db, key, r.ended_s if r.ended_s is not None else now_s)
             # A run no longer seen ended by now at the latest, and before any later run of the
             # same job began (a cluster that requeued it on its own: it stopped, then ran again).
             later: dict[str, list[float]] = {}
@@ -124,14 +126,14 @@ class StateStore:
                 # a sighting older than the run cannot know it (a clock going back)
                 if end is None and key not in seen and key not in ended_by and now_s >= key[1]:
                     after = [t for t in later[key[0]] if t > key[1]]
-                    stopped = _preempted_at(db, key)  # alloc stopped it, then died: that time
-                    closed += _close(db, key, min([now_s, *after, *stopped]))
+                    stopped = preempted_at(db, key)  # alloc stopped it, then died: that time
+                    closed += close_open(db, key, min([now_s, *after, *stopped]))
         return opened, closed
 
     def close_run(self, workload: WorkloadId, started_s: float, ended_s: float) -> bool:
         """Close one open run (alloc stopped it); False when it was not open."""
         with self._write() as db:
-            return bool(_close(db, (workload, started_s), ended_s))
+            return bool(close_open(db, (workload, started_s), ended_s))
 
     def runs(self) -> list[Run]:
         with self.engine.connect() as db:
@@ -247,16 +249,9 @@ class StateStore:
         """For each of these workloads, the last recorded decision about it with the kind of
         round that made it (a full round decides every workload, an event pass what it
         changes) and when: {workload: {action, reason, kind, at_s, round_id}}."""
-        wanted = list(dict.fromkeys(workloads))
-        out: dict[str, Mapping[str, object]] = {}
 
         def query(part: list[str]) -> Select:  # type: ignore[type-arg]
-            latest = (
-                select(decisions.c.workload, func.max(decisions.c.round_id).label("round_id"))
-                .where(decisions.c.workload.in_(part))
-                .group_by(decisions.c.workload)
-                .subquery()
-            )
+            latest = latest_decision(part)
             return select(
                 decisions.c.workload,
                 decisions.c.action,
@@ -265,48 +260,40 @@ class StateStore:
                 rounds.c.at_s,
                 rounds.c.id.label("round_id"),
             ).select_from(
-                decisions.join(
-                    latest,
-                    and_(
-                        latest.c.workload == decisions.c.workload,
-                        latest.c.round_id == decisions.c.round_id,
-                    ),
-                ).join(rounds, rounds.c.id == decisions.c.round_id)
+                decisions.join(latest, decided_in(latest)).join(
+                    rounds, rounds.c.id == decisions.c.round_id
+                )
             )
 
-        with self.engine.connect() as db:
-            for chunk in range(0, len(wanted), 500):
-                for row in db.execute(query(wanted[chunk : chunk + 500])):
-                    out[row.workload] = dict(row._mapping)
-        return out
+        return {row.workload: dict(row._mapping) for row in self._chunked(workloads, query)}
 
     def leases(self, workloads: Iterable[str]) -> dict[str, tuple[WorkloadId, ...]]:
         """For each of these (running) workloads started as backfill, the gangs its last
         start named (models/round.md 8.5): what the next round's snapshot carries."""
+
+        def query(part: list[str]) -> Select:  # type: ignore[type-arg]
+            latest = latest_decision(part, decisions.c.action == "start")
+            return select(decisions.c.workload, decisions.c.backfill_for).join(
+                latest, decided_in(latest)
+            )
+
+        return {
+            row.workload: tuple(WorkloadId(g) for g in row.backfill_for)
+            for row in self._chunked(workloads, query)
+            if row.backfill_for
+        }
+
+    def _chunked(
+        self,
+        workloads: Iterable[str],
+        query: Callable[[list[str]], Select],  # type: ignore[type-arg]
+    ) -> Iterator[Row]:  # type: ignore[type-arg]
+        """The rows of `query` for these workloads, asked 500 at a time (a bound list of
+        parameters stays within every database's limit)."""
         wanted = list(dict.fromkeys(workloads))
-        out: dict[str, tuple[WorkloadId, ...]] = {}
         with self.engine.connect() as db:
             for chunk in range(0, len(wanted), 500):
-                part = wanted[chunk : chunk + 500]
-                latest = (
-                    select(decisions.c.workload, func.max(decisions.c.round_id).label("round_id"))
-                    .where(decisions.c.workload.in_(part), decisions.c.action == "start")
-                    .group_by(decisions.c.workload)
-                    .subquery()
-                )
-                rows = db.execute(
-                    select(decisions.c.workload, decisions.c.backfill_for).join(
-                        latest,
-                        and_(
-                            latest.c.workload == decisions.c.workload,
-                            latest.c.round_id == decisions.c.round_id,
-                        ),
-                    )
-                )
-                for row in rows:
-                    if row.backfill_for:
-                        out[row.workload] = tuple(WorkloadId(g) for g in row.backfill_for)
-        return out
+                yield from db.execute(query(wanted[chunk : chunk + 500]))
 
     def actions_of(self, round_id: int) -> list[Mapping[str, object]]:
         with self.engine.connect() as db:
@@ -363,44 +350,3 @@ def _run(row: object) -> Run:
         m["charged"],
         m["ended_s"],
     )
-
-
-def _preempted_at(db: object, key: tuple[str, float]) -> list[float]:
-    """When a recorded plan first preempted this run (written before it was applied), unless
-    the cluster refused that preemption (its action recorded failed: the run went on)."""
-    workload, started_s = key
-    refused = and_(
-        actions.c.round_id == decisions.c.round_id,
-        actions.c.workload == decisions.c.workload,
-        actions.c.action == "preempt",
-        actions.c.ok.is_(False),
-    )
-    first = db.execute(  # type: ignore[attr-defined]
-        select(func.min(rounds.c.at_s))
-        .select_from(
-            decisions.join(rounds, decisions.c.round_id == rounds.c.id).outerjoin(actions, refused)
-        )
-        .where(
-            and_(
-                decisions.c.workload == workload,
-                decisions.c.action == "preempt",
-                rounds.c.at_s >= started_s,
-                actions.c.id.is_(None),
-            )
-        )
-    ).scalar()
-    return [float(first)] if first is not None else []
-
-
-def _close(db: object, key: tuple[str, float], ended_s: float) -> int:
-    workload, started_s = key
-    result = db.execute(  # type: ignore[attr-defined]
-        update(runs)
-        .where(
-            and_(
-                runs.c.workload == workload, runs.c.started_s == started_s, runs.c.ended_s.is_(None)
-            )
-        )
-        .values(ended_s=max(ended_s, started_s))
-    )
-    return int(result.rowcount)
