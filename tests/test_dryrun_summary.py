@@ -34,7 +34,16 @@ def test_teams_that_fit_one_line_are_all_said_on_it():
     tree = lab(1, 1, 3)
     ratios = ratios_of(tree) | {"p1/team1/r2": 0.5, "p1/team1/r3": math.nan}
     assert delivered_over_owed_lines(ratios, tree) == [
-        "delivered/owed: p1/team1/r1 100.0%, p1/team1/r2 50.0%, p1/team1/r3 -"
+        "delivered/owed: p1/team1/r1 100.0%, p1/team1/r2 50.0%, p1/team1/r3 -",
+        "(-: owed nothing in the window, so nothing to deliver)",
+    ]
+
+
+def test_a_run_too_short_to_owe_anything_says_so_rather_than_a_dash_per_team():
+    """`--rounds 5` of tutorial 4 once ended `delivered/owed: nlp/olmo -, nlp/tulu -, vision -`."""
+    tree = lab(1, 1, 3)
+    assert delivered_over_owed_lines(ratios_of(tree, math.nan), tree) == [
+        "delivered/owed: none yet, no team was owed anything in the window"
     ]
 
 
@@ -69,10 +78,10 @@ def test_many_top_level_nodes_say_how_many_are_left_out():
 
 def test_teams_owed_nothing_are_not_the_lowest():
     tree = lab(4, 5, 8)
-    lines = delivered_over_owed_lines(ratios_of(tree, math.nan), tree)
+    lines = delivered_over_owed_lines(ratios_of(tree, math.nan) | {"p4/team5/r8": 1.0}, tree)
     assert lines[1:] == [
-        "lowest: none, no team was owed anything",
-        "(160 teams, 160 owed nothing: every budget node with --wide, or on /metrics)",
+        "lowest: p4/team5/r8 100.0%",
+        "(160 teams, 159 owed nothing: every budget node with --wide, or on /metrics)",
     ]
 
 

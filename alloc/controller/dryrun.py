@@ -151,13 +151,15 @@ class DryRun:
 
 SUMMARY_WIDTH = 80  # the summary's lines fit a terminal of 80 columns (and a log's line)
 LOWEST = 5  # the most teams named as the lowest
+NOTHING_OWED = "(-: owed nothing in the window, so nothing to deliver)"
 
 
 def delivered_over_owed_lines(
     ratios: Mapping[BudgetPath, float], budgets: BudgetTree, wide: bool = False
 ) -> list[str]:
-    """Delivered over owed (`ratios`, NaN: owed nothing, `-`) for people: every team on one
-    line when that fits in 80 columns (`delivered/owed: nlp/olmo 100.0%, vision 98.2%`);
+    """Delivered over owed (`ratios`, NaN: owed nothing, `-`, said so below; none owed
+    anything: one line saying so) for people: every team on one line when that fits in 80
+    columns (`delivered/owed: nlp/olmo 100.0%, vision 98.2%`);
     else the top-level nodes, the lowest teams and where the rest is (a lab's 169 nodes
     made a line of 4,000 characters), each line in 80 columns:
 
@@ -174,22 +176,25 @@ def delivered_over_owed_lines(
     teams = [p for p in budgets.leaves() if p in ratios]
     if not teams:
         return []
+    if all(math.isnan(ratios[p]) for p in teams):  # a short run: nothing to measure yet
+        return ["delivered/owed: none yet, no team was owed anything in the window"]
+    legend = [NOTHING_OWED] if any(math.isnan(ratios[p]) for p in teams) else []
     if wide:
         nodes = [p for p in budgets.paths() if p in ratios]
-        return ["delivered/owed of every budget node:", *(f"  {said(p)}" for p in nodes)]
+        every = [f"  {said(p)}" for p in nodes]
+        return ["delivered/owed of every budget node:", *every, *legend]
     whole = "delivered/owed: " + ", ".join(said(p) for p in teams)
     if len(whole) <= SUMMARY_WIDTH:
-        return [whole]
+        return [whole, *legend]
     top = [said(p) for p in budgets.children(ROOT_PATH) if p in ratios]
     owed = sorted(
         (p for p in teams if not math.isnan(ratios[p])),
         key=lambda p: (ratios[p], natural_key(p)),
     )
     nothing = len(teams) - len(owed)
-    lowest = _fitted("lowest: ", [said(p) for p in owed[:LOWEST]], more=False)
     return [
         _fitted("delivered/owed: ", top),
-        lowest if owed else "lowest: none, no team was owed anything",
+        _fitted("lowest: ", [said(p) for p in owed[:LOWEST]], more=False),
         f"({count(len(teams))} teams"
         + (f", {count(nothing)} owed nothing" if nothing else "")
         + ": every budget node with --wide, or on /metrics)",
