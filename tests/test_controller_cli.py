@@ -42,7 +42,7 @@ def alloc(*args: str | Path):
 def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_path):
     result = alloc("controller", "run", "--config", config, "--rounds", "3")
     assert result.exit_code == 0, result.stderr
-    assert "round 1: 2 started, 0 preempted, 0 failed" in result.stderr
+    assert "round 1: full round, 2 started, 0 preempted, 0 failed" in result.stderr
     store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
     assert {r.workload for r in store.open_runs()} == {"a", "b"}
     assert len(store.rounds()) == 3

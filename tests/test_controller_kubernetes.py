@@ -32,7 +32,7 @@ def test_the_controller_binds_pods_and_records_runs_plans_and_actions(kube: Kube
     kube.pod("odd", 1, queue="vision", min_runtime="soon")
     result = run("controller", "run", "--config", str(config), "--rounds", "1")
     assert result.exit_code == 0, result.output + result.stderr
-    assert "round 1: 3 started, 0 preempted, 0 failed" in result.stderr
+    assert "round 1: full round, 3 started, 0 preempted, 0 failed" in result.stderr
     where = kube.placements()
     assert all(where.values()) and where["g-0"] != where["g-1"]
     # The second round sees them running: their runs open in the ledger.

@@ -58,7 +58,7 @@ def test_controller_rounds_start_jobs_and_record_runs_plans_and_actions(slurm, t
     b = slurm.sbatch("vision", "gpu:4", comment="alloc: min_runtime=30m priority=2")
     result = controller(slurm, config, 1)
     assert result.exit_code == 0, result.output + result.stderr
-    assert "round 1: 2 started, 0 preempted, 0 failed" in result.stderr
+    assert "round 1: full round, 2 started, 0 preempted, 0 failed" in result.stderr
     slurm.wait(lambda jobs: all(jobs[j]["job_state"] == "RUNNING" for j in (a, b)))
     # The second round sees both running: their runs open, charged from Slurm's start time.
     result = controller(slurm, config, 1)

@@ -18,7 +18,7 @@ from alloc.cli.common import err, guarded, out
 from alloc.cli.params import seconds, whole
 from alloc.io import InputError
 from alloc.printable import shown
-from alloc.readable import count, duration
+from alloc.readable import duration
 
 controller_app = typer.Typer(
     cls=Subcommands,
@@ -193,17 +193,7 @@ def run(
                 if dry.observe(o):
                     stop.set()  # the trace is done (or nothing left can ever start)
                 return
-            faults = f"; {count(len(o.faults))} failed calls to the cluster" if o.faults else ""
-            if o.error:
-                err.print(f"round failed: {shown(o.error)}{faults}", markup=False)
-                return
-            status = o.plan.report.status if o.plan else "-"
-            err.print(
-                f"round {o.round_id}: {count(o.started)} started, {count(o.preempted)} "
-                f"preempted, {count(o.failed)} failed; {status}; {o.seconds:.2f} s; "
-                f"{'full round' if o.kind == 'full' else 'event pass'}{faults}",
-                markup=False,
-            )
+            err.print(shown(o.line()), markup=False, highlight=False)
 
         try:
             controller.run(stop, rounds, on_round=report)

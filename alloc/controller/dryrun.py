@@ -77,17 +77,10 @@ class DryRun:
         return datetime.fromtimestamp(self.clock.epoch_s + t, UTC)
 
     def line(self, o: RoundOutcome) -> str:
-        """One round, for the console: simulated time, kind, starts and preemptions."""
+        """One round, for the console: the simulated time, then the round as a run on the
+        wall clock says it (RoundOutcome.line)."""
         t = o.at_s - self.clock.epoch_s
-        kind = "full round" if o.kind == "full" else "event pass"
-        head = f"{self.at(t):%Y-%m-%d %H:%M:%S} ({offset(t)}) round {o.round_id or '-'}"
-        if o.error:
-            return f"{head}: failed: {o.error}"
-        status = o.plan.report.status if o.plan else "-"
-        return (
-            f"{head}: {kind}, {o.started} started, {o.preempted} preempted, {o.failed} failed; "
-            f"{status}; {o.seconds:.2f} s"
-        )
+        return f"{self.at(t):%Y-%m-%d %H:%M:%S} ({offset(t)}) {o.line()}"
 
     def observe(self, o: RoundOutcome) -> str:
         """Count this round; why the run is over after it ("": it goes on)."""

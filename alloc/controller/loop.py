@@ -78,6 +78,22 @@ class RoundOutcome:
     error: str = ""
     faults: tuple[ExecutorFault, ...] = ()  # failed attempts of calls to the cluster manager
 
+    def line(self) -> str:
+        """This round in one line, on either clock (a dry run prefixes the simulated time):
+        `round 3: full round, 2 started, 0 preempted, 0 failed; optimal; 0.24 s`, then the
+        failed calls to the cluster if any; `round failed: SlurmError: ...` for a round that
+        failed."""
+        faults = f"; {len(self.faults):,} failed calls to the cluster" if self.faults else ""
+        if self.error:
+            return f"round failed: {self.error}{faults}"
+        kind = "full round" if self.kind == "full" else "event pass"
+        status = self.plan.report.status if self.plan else "-"
+        return (
+            f"round {self.round_id or '-'}: {kind}, {self.started:,} started, "
+            f"{self.preempted:,} preempted, {self.failed:,} failed; {status}; "
+            f"{self.seconds:.2f} s{faults}"
+        )
+
     @property
     def troubled(self) -> bool:
         """The round failed, an action failed or a call had to be tried again: the next
