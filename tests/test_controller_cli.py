@@ -60,6 +60,8 @@ def test_the_controller_runs_rounds_and_status_says_why_work_waits(config, tmp_p
     assert "running: 2 workloads; this round keeps 2" in status.stdout
     # Which kind of round last decided each workload: here, full rounds (no event came).
     assert "full round" in last and "15 min ago" in last and "wait (no_room)" in last
+    # ... on the simulated cluster's clock, which the table says (the lease's is the wall's)
+    assert "when (simulated)" in status.stdout and "(wall clock)" in status.stdout
     assert "running: 2 workloads; this round keeps 2 (last decided: 2 by a full round)" in (
         status.stdout
     )
@@ -500,8 +502,8 @@ def test_every_live_command_gives_the_executors_notes_in_one_form(config, monkey
 
     real = build.executor_for
 
-    def noted(settings, kind=None):
-        executor = real(settings, kind) if kind else real(settings)
+    def noted(settings, kind=None, **options):
+        executor = real(settings, kind, **options)
         executor.notes = lambda: {"a": "unknown key 'min_runtim'"}
         return executor
 

@@ -221,11 +221,15 @@ def test_the_command_prints_each_round_and_status_reads_the_run_back(config, tmp
     text = " ".join(status.stdout.split())  # as one line, whatever the console wrapped
     assert "sim2 at 2026-11-30 11:00:00 UTC" in text
     assert (
-        "rounds: 16 from 2026-11-30 00:00:00 UTC to 2026-11-30 11:00:00 UTC (11 h): "
+        "rounds: 16 from 2026-11-30 00:00:00 UTC to 2026-11-30 11:00:00 UTC (11 h; simulated "
+        "time): "
         "12 full rounds, 4 event passes (event 4, optimal 12); carried out: starts 4, "
         "preemptions 1" in text
     )
     assert "ledger: 4 runs (0 running); charged GPU-hours: nlp 160.0, vision 8.0" in text
+    # Two clocks in one view, each said: the rounds' (simulated) and the lease's (wall).
+    assert "(11 h; simulated time)" in text
+    assert "released the lease" in text and text.endswith("ago (wall clock)")
 
     # Run again: the simulated cluster has run its trace; nothing is run or written.
     before = (tmp_path / "state.db").stat().st_mtime_ns

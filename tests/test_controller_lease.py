@@ -211,8 +211,33 @@ def test_status_shows_the_leader_and_who_held_the_lease_last(tmp_path):
     assert "valid 30.0 s more" in leader_line(held) or "valid 29." in leader_line(held)
     lease.release()
     gone = leader(store)
-    assert gone is not None and not gone.valid
-    assert leader_line(gone).startswith("leader: none: the lease of ctl-a (epoch 1) ended ")
+    assert gone is not None and not gone.valid and gone.released
+    assert leader_line(gone).startswith("leader: none: ctl-a (epoch 1) released the lease ")
+    assert "ended" not in leader_line(gone)  # released at a clean stop, not run out
+    store.close()
+
+
+def test_status_says_a_lease_that_ran_out_ended_and_one_released_was_released(tmp_path):
+    """A holder killed (or cut off) lets its lease run out: `ended ... ago`, and a standby
+    takes it; one that stopped cleanly released it (`released the lease ... ago`)."""
+    store = StateStore(f"sqlite:///{tmp_path}/state.db")
+    held = Lease(store, "ctl-a", 30.0)
+    held.acquire()  # not released: as if its holder died
+    with store.engine.begin() as db:  # 40 s later by the database's clock
+        db.execute(
+            update(leadership).values(
+                renewed_s=leadership.c.renewed_s - 40.0, expires_s=leadership.c.expires_s - 40.0
+            )
+        )
+    gone = leader(store)
+    assert gone is not None and not gone.valid and not gone.released
+    line = leader_line(gone)
+    assert line.startswith("leader: none: the lease of ctl-a (epoch 1) ended 10.")
+    assert "a standby, if any, takes it within a quarter of the lease" in line
+    assert leader_line(gone, simulated=True).startswith(
+        "leader: none: the lease of ctl-a (epoch 1) ended 10."
+    ) and "ago (wall clock)" in leader_line(gone, simulated=True)
+    held.release()  # its renewing thread stops
     store.close()
 
 
@@ -231,7 +256,9 @@ def test_alloc_status_names_the_controller_that_last_led(tmp_path):
     assert "leads (epoch 1)" in ran.output
     shown = runner.invoke(app, ["status", "--config", str(config)])
     assert shown.exit_code == 0, shown.output
-    assert "leader: none: the lease of sim2@" in shown.output  # NAME@HOST:PID, stopped cleanly
+    # NAME@HOST:PID, stopped cleanly: released, not run out; the lease's clock is the wall's
+    assert "leader: none: sim2@" in shown.output
+    assert "released the lease" in shown.output and "(wall clock)" in shown.output
 
 
 @pytest.mark.parametrize(

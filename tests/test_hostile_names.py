@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 from alloc.adapters.slurm import SlurmExecutor, SlurmSite
 from alloc.adapters.slurm.commands import SlurmCommands
 from alloc.cli.app import app
+from alloc.controller import StateStore
 from alloc.domain import BudgetNode, BudgetPath, BudgetTree, HostName, Snapshot, WorkloadId
 from alloc.printable import shown
 
@@ -414,11 +415,11 @@ def live(tmp_path, monkeypatch) -> Path:
     snapshot = reported_snapshot()
     solve_checked(snapshot, "greedy")  # the round the commands solve keeps the invariants
     cluster = ReportedCluster(snapshot, {WorkloadId(LEFT_OUT): NOTE})
-    monkeypatch.setattr("alloc.controller.build.executor_for", lambda *_: cluster)
+    monkeypatch.setattr("alloc.controller.build.executor_for", lambda *_, **__: cluster)
     config = tmp_path / "c.yaml"
-    config.write_text(
-        dumped({"name": "c", "budgets": BUDGETS, "state": f"sqlite:///{tmp_path / 's.db'}"})
-    )
+    state = f"sqlite:///{tmp_path / 's.db'}"
+    config.write_text(dumped({"name": "c", "budgets": BUDGETS, "state": state}))
+    StateStore(state).close()  # as a controller's first run leaves it
     return config
 
 
@@ -525,6 +526,7 @@ def test_slurm_node_names_features_and_reasons_reach_status_and_explain_escaped(
     state = f"sqlite:///{tmp_path / 's.db'}"
     slurm = {"accounts": {"a": "a"}}
     config.write_text(dumped({"name": "c", "budgets": BUDGETS, "slurm": slurm, "state": state}))
+    StateStore(state).close()  # as a controller's first run leaves it
     tree = BudgetTree(BudgetNode("root", 1.0, (), (BudgetNode("a", 1.0),)))
     snapshot = SlurmExecutor(SlurmSite({"a": BudgetPath("a")}), tree).snapshot()
     assert {h.block for h in snapshot.cluster.hosts} == {f"b{ANSI}1", "b1"}

@@ -25,6 +25,12 @@ from alloc.domain import (
 )
 
 
+class ClusterError(RuntimeError):
+    """A call to the cluster manager that failed (after its attempts, alloc.adapters.retry)
+    or was refused: Slurm's SlurmError, Kubernetes' KubeError. A command that only reads the
+    cluster says it could not reach it (alloc.controller.opening)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ActionResult:
     workload: WorkloadId

@@ -187,7 +187,8 @@ def explain(
                 raise InputError("--config", "", "with --config give only the workload id")
             from alloc.cli.live_cmd import read_live, say_notes
 
-            snapshot, notes, no_budget, _, _ = read_live(config)
+            live = read_live(config)
+            snapshot, notes, no_budget = live.snapshot, live.notes, live.no_budget
             source, wanted = f"the cluster of {config}", WorkloadId(instance)
             unmapped = no_budget.get(wanted)
             if notes.get(wanted) != f"{unmapped}: it runs unfunded":  # the headline says it

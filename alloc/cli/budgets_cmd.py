@@ -34,18 +34,30 @@ ConfigOpt = Annotated[
 ]
 
 
-def _open(config: Path):  # type: ignore[no-untyped-def]
+def _open(config: Path, absent: bool = False):  # type: ignore[no-untyped-def]
+    """The config, its state and the tree with the shares changed since. The state must be
+    there (show, history: read-only, nothing is created), but with `absent` (set: a share
+    may be set before the controller first runs) an SQLite state not yet there is None, the
+    config's tree as it is, and nothing is created until there is a change to record."""
     from alloc.controller.budgets import GovernanceError, with_shares
-    from alloc.controller.state import StateStore
+    from alloc.controller.opening import check_state, open_state, reaching, sqlite_file
     from alloc.io.controller_config import load_controller_config
 
     settings = load_controller_config(config)
-    store = StateStore(settings.state_url)
+    file = sqlite_file(settings.state_url)
+    if absent and file is not None and not file.exists():
+        check_state(settings)  # its folder is there
+        return settings, None, settings.budgets
+    store = open_state(settings, existing=True)
     try:
-        return settings, store, with_shares(settings.budgets, store.shares())
+        with reaching(settings):
+            return settings, store, with_shares(settings.budgets, store.shares())
     except GovernanceError as exc:
         store.close()
         raise InputError(str(config), "budgets", str(exc)) from None
+    except BaseException:
+        store.close()
+        raise
 
 
 @budgets_app.command(
@@ -57,11 +69,16 @@ def show(config: ConfigOpt) -> None:
     from alloc.controller.budgets import owners_of
 
     def act() -> None:
+        from alloc.controller.opening import reaching
+
         settings, store, tree = _open(config)
-        rounds = store.rounds(last=1)
-        now = float(rounds[0]["at_s"]) if rounds else time.time()  # type: ignore[arg-type]
-        own = store.window_gpu_hours(now, settings.policy.lookback_s)
-        store.close()
+        try:
+            with reaching(settings):
+                rounds = store.rounds(last=1)
+                now = float(rounds[0]["at_s"]) if rounds else time.time()  # type: ignore[arg-type]
+                own = store.window_gpu_hours(now, settings.policy.lookback_s)
+        finally:
+            store.close()
         rows = []
         for path in tree.paths():
             depth = path.count("/") + 1 if path else 0
@@ -128,16 +145,23 @@ def set_share(
                 f"you are {os_user}: you may act only as yourself (root, the "
                 "controller's operator, may act for an owner; both names are audited)",
             )
-        settings, store, tree = _open(config)
+        from alloc.controller.opening import open_state, reaching
+
+        settings, store, tree = _open(config, absent=True)
         node = BudgetPath(path.strip("/"))
         try:
             old = check_change(tree, node, new, as_user)
         except GovernanceError as exc:
-            store.close()
+            if store is not None:
+                store.close()
             raise InputError("", path, str(exc)) from None
         at = time.time()
-        store.change_share(at, as_user, node, old, float(new), os_user)
-        store.close()
+        store = store or open_state(settings)  # created here: its first record
+        try:
+            with reaching(settings):
+                store.change_share(at, as_user, node, old, float(new), os_user)
+        finally:
+            store.close()
         out.print(
             f"{node}: {old:.1%} -> {new:.1%} (by {as_user}, "
             f"{datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC)",
@@ -153,9 +177,14 @@ def history(config: ConfigOpt) -> None:
     """Every change of a share: when, who, which node, old and new."""
 
     def act() -> None:
-        _, store, _ = _open(config)
-        rows = store.budget_history()
-        store.close()
+        from alloc.controller.opening import reaching
+
+        settings, store, _ = _open(config)
+        try:
+            with reaching(settings):
+                rows = store.budget_history()
+        finally:
+            store.close()
         lines = []
         for r in rows:
             when = datetime.fromtimestamp(float(r["at_s"]), UTC)  # type: ignore[arg-type]

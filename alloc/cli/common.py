@@ -1,5 +1,6 @@
 """What every `alloc` command shares: the consoles, the exit-code boundary (SPEC.md: 0 success;
-2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error;
+2 bad input, naming file, field and what is wrong, with nothing written; 1 internal error, or
+a cluster or database that could not be reached, said as such;
 130, the convention for SIGINT: stopped by Ctrl-C; 141, the convention for SIGPIPE: the
 reader of stdout went away, as `alloc queue | head -1` does), and writing files whole or not
 at all (`alloc.io.files`)."""
@@ -20,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from alloc.io import InputError
+from alloc.io.errors import Unreachable
 from alloc.io.files import write_atomically
 from alloc.printable import shown
 
@@ -105,9 +107,10 @@ def flush_stdout() -> None:
 
 
 def guarded(action: Callable[[], T]) -> T:
-    """Map Ctrl-C to exit 130 and anything unexpected to exit 1, each with one line and no
-    traceback. (`alloc simulate` and `alloc whatif` catch the first Ctrl-C themselves and
-    write what they measured: see `alloc.cli.stop`.) Bad input (InputError) is said by the
+    """Map Ctrl-C to exit 130, a cluster or database that could not be reached (Unreachable)
+    and anything unexpected to exit 1, each with one line and no traceback. (`alloc
+    simulate` and `alloc whatif` catch the first Ctrl-C themselves and write what they
+    measured: see `alloc.cli.stop`.) Bad input (InputError) is said by the
     command that runs the action (`alloc.cli.commands.Command`: it knows its name), and a
     closed stdout is no error: the command group ends it (`Group`, `stdout_closed`)."""
     try:
@@ -122,6 +125,9 @@ def guarded(action: Callable[[], T]) -> T:
             highlight=False,
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Unreachable as exc:
+        err.print(f"[red]error:[/] {escape(shown(str(exc)))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     except Exception as exc:  # noqa: BLE001 - the boundary of the program
         if os.environ.get("ALLOC_DEBUG"):
             raise

@@ -9,7 +9,7 @@ import signal
 import socket
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,7 +18,12 @@ from alloc.cli.common import err, guarded, out
 from alloc.cli.params import seconds, whole
 from alloc.io import InputError
 from alloc.printable import shown
-from alloc.readable import duration
+from alloc.readable import count, duration
+
+if TYPE_CHECKING:
+    from alloc.adapters.base import Executor
+    from alloc.controller.dryrun import DryRun
+    from alloc.io.controller_config import ControllerSettings
 
 controller_app = typer.Typer(
     cls=Subcommands,
@@ -86,7 +91,7 @@ def run(
     from alloc.controller.lease import Lease
     from alloc.controller.loop import Controller, RoundOutcome
     from alloc.controller.metrics import ControllerMetrics
-    from alloc.controller.state import StateStore
+    from alloc.controller.opening import check_state, open_state, reaching, sqlite_file
     from alloc.io.controller_config import load_controller_config
 
     def act() -> None:
@@ -95,25 +100,27 @@ def run(
         # where the executor was chosen, for messages about it: the option or the config
         chosen = f"--executor {kind}" if executor else f"{config} runs executor {kind}"
         until_s = _simulated_options(clock, until, kind, chosen, wide)
-        cluster = executor_for(settings, kind)
-        dry = None
-        if clock == "simulated":
-            from alloc.controller.dryrun import DryRun
-
-            dry = DryRun.start(cluster, until_s)
+        check_state(settings)  # its folder, before the cluster's file is created
+        # A database server first (it may not answer: then no cluster file is created); an
+        # SQLite file once the cluster is (a bad lab or trace: no state file either).
+        server = open_state(settings) if sqlite_file(settings.state_url) is None else None
         try:
-            store = StateStore(settings.state_url)
-        except Exception as exc:  # noqa: BLE001 - SQLAlchemy: a bad URL or database
-            message = f"cannot open {settings.state_url}: {exc}"
-            raise InputError(str(config), "state", message) from None
+            if clock == "simulated":
+                cluster, dry = _dry_run(settings, kind, until_s)
+            else:
+                cluster, dry = executor_for(settings, kind), None
+        except BaseException:
+            if server is not None:
+                server.close()
+            raise
+        store = server or open_state(settings)  # created on the first run
         try:
-            if dry is not None:
-                dry.check_state(store)
-            with_shares(settings.budgets, store.shares())  # siblings over 100%: bad input
+            with reaching(settings):
+                with_shares(settings.budgets, store.shares())  # siblings over 100%: bad input
         except GovernanceError as exc:
             store.close()
             raise InputError(str(config), "budgets", str(exc)) from None
-        except InputError:
+        except BaseException:
             store.close()
             raise
         holder = controller_id or f"{settings.name}@{socket.gethostname()}:{os.getpid()}"
@@ -186,8 +193,11 @@ def run(
                 markup=False,
             )
 
+        ran: list[bool] = []  # each round: whether it failed (--rounds: exit 1 if any did)
+
         def report(o: RoundOutcome) -> None:
             metrics.observe(o)
+            ran.append(bool(o.error))
             if dry is not None:
                 err.print(shown(dry.line(o)), markup=False, highlight=False)
                 if dry.observe(o):
@@ -207,8 +217,46 @@ def run(
             from alloc.cli.stop import exit_interrupted
 
             exit_interrupted("the controller stopped after its current round")
+        if rounds is not None and any(ran):  # a run of N rounds is a check: it did not pass
+            err.print(
+                f"{count(sum(ran))} of the {count(len(ran))} rounds failed (--rounds {rounds})",
+                markup=False,
+                highlight=False,
+            )
+            raise typer.Exit(1)
 
     guarded(act)
+
+
+def _dry_run(
+    settings: ControllerSettings, kind: str, until_s: float | None
+) -> tuple[Executor, DryRun]:
+    """The simulated cluster and its dry run, once the state is known to be this cluster's
+    (none of its rounds after the cluster's time): nothing is created before, so a refused
+    dry run writes nothing. A cluster file not yet there starts at its lab's `now`."""
+    from alloc.controller.build import executor_for
+    from alloc.controller.dryrun import DryRun, check_state
+    from alloc.controller.opening import open_state, sqlite_file
+    from alloc.io import load_instance
+
+    fresh = settings.sim is not None and not settings.sim.cluster.exists()
+    if fresh and settings.sim is not None:
+        at_s = load_instance(settings.sim.lab).now.timestamp()
+    else:
+        cluster = executor_for(settings, kind)
+        dry = DryRun.start(cluster, until_s)
+        at_s = dry.clock.now()
+    state = sqlite_file(settings.state_url)
+    if state is None or state.exists():
+        store = open_state(settings, existing=True)
+        try:
+            check_state(store, at_s)
+        finally:
+            store.close()
+    if fresh:
+        cluster = executor_for(settings, kind)
+        dry = DryRun.start(cluster, until_s)
+    return cluster, dry
 
 
 def _simulated_options(

@@ -116,6 +116,8 @@ class Live(NamedTuple):
     no_budget: dict[WorkloadId, str]  # why a job that named a budget has none
     last: dict[str, Mapping[str, object]]  # the controller's last decision about each
     unseen: int  # running workloads its ledger has not seen yet
+    ended: int  # runs its ledger holds open of work no longer running (closed next round)
+    simulated: bool  # its rounds are stamped with the simulated cluster's time
 
 
 def live(config: Path) -> Snapshot:
@@ -129,22 +131,26 @@ def read_live(config: Path) -> Live:
     workloads its ledger has not seen yet."""
     from alloc.controller.budgets import GovernanceError
     from alloc.controller.build import executor_for, live_snapshot, unseen_runs
-    from alloc.controller.state import StateStore
+    from alloc.controller.opening import open_state, reaching
     from alloc.io import InputError
     from alloc.io.controller_config import load_controller_config
 
     settings = load_controller_config(config)
-    executor = executor_for(settings)
-    store = StateStore(settings.state_url)
+    executor = executor_for(settings, existing=True)  # read-only: nothing is created
+    store = open_state(settings, existing=True)
     try:
-        snapshot = live_snapshot(executor, store, settings.budgets)
-        last = store.last_decisions(w.id for w in snapshot.workloads)
-        unseen = len(unseen_runs(snapshot, store))
+        with reaching(settings):
+            snapshot = live_snapshot(executor, store, settings.budgets)
+            last = store.last_decisions(w.id for w in snapshot.workloads)
+            unseen = len(unseen_runs(snapshot, store))
+            running = {(w.id, w.started.timestamp()) for w in snapshot.workloads if w.started}
+            ended = sum(r.key not in running for r in store.open_runs())
     except GovernanceError as exc:  # the config's tree and the shares changed since
         raise InputError(str(config), "budgets", str(exc)) from None
     finally:
         store.close()
-    return Live(snapshot, dict(executor.notes()), dict(executor.no_budget()), last, unseen)
+    notes, no_budget = dict(executor.notes()), dict(executor.no_budget())
+    return Live(snapshot, notes, no_budget, last, unseen, ended, settings.executor == "sim")
 
 
 def status(
@@ -155,7 +161,8 @@ def status(
 ) -> None:
     """The queue in the round's order, with what this round would do with each workload and
     the ratios along its budget path its place was decided by: why work waits (read-only)."""
-    from alloc.controller.history import recorded_at
+    from alloc.controller.history import recorded_with_leader
+    from alloc.controller.opening import open_state, reaching
     from alloc.io.controller_config import load_controller_config
     from alloc.round import RoundOptions, solve_round
     from alloc.status import (
@@ -169,7 +176,8 @@ def status(
     )
 
     def act() -> None:
-        snapshot, notes, _, last, unseen = read_live(config)
+        seen = read_live(config)
+        snapshot, notes, last = seen.snapshot, seen.notes, seen.last
         result = solve_round(snapshot, RoundOptions(solver=solver))
         counts = running_counts(result.plan, result.context)
         width = table_width()
@@ -200,7 +208,7 @@ def status(
                 [
                     Column("workload", shorten=shorten_middle, stages=NAME, distinct=True),
                     Column("round"),
-                    Column("when", right=True),
+                    Column("when (simulated)" if seen.simulated else "when", right=True),
                     Column("decision", shorten=shorten_end, stages=DECISION, codes=REASONS),
                 ],
                 decided,
@@ -231,7 +239,14 @@ def status(
                 + ")"
             )
         say(f"running: {running}", width)
-        for line in recorded_at(load_controller_config(config).state_url, unseen):
+        settings = load_controller_config(config)
+        store = open_state(settings, existing=True)
+        try:
+            with reaching(settings):
+                lines = recorded_with_leader(store, seen.unseen, seen.ended, seen.simulated)
+        finally:
+            store.close()
+        for line in lines:
             say(shown(line), width)
         say_notes(notes)
 

@@ -101,9 +101,13 @@ def kubernetes_api(settings: ControllerSettings) -> KubeApi:
         raise InputError(settings.file, "kubernetes", f"cannot connect: {e}") from None
 
 
-def executor_for(settings: ControllerSettings, kind: str | None = None) -> Executor:
+def executor_for(
+    settings: ControllerSettings, kind: str | None = None, existing: bool = False
+) -> Executor:
     """The executor `kind` names (default: the config's): slurm, kubernetes, or a simulated
-    cluster kept in a file. Bad settings raise InputError."""
+    cluster kept in a file. Bad settings raise InputError. `existing`: for a read-only
+    command, which creates nothing: once its lab and trace are read, a simulated cluster's
+    state and file must be there (alloc.controller.opening)."""
     kind = kind or settings.executor
     if kind == "slurm":
         from alloc.adapters.slurm import SlurmExecutor, SlurmSite
@@ -142,5 +146,10 @@ def executor_for(settings: ControllerSettings, kind: str | None = None) -> Execu
         jobs = read_trace(
             settings.sim.trace, lab.budgets, lab.policy.max_min_runtime_s, settings.file, types
         )
+        if existing:
+            from alloc.controller.opening import check_cluster, check_state
+
+            check_state(settings, existing=True)
+            check_cluster(settings)
         return SimCluster(settings.sim.cluster, lab, jobs, settings.sim.step_s)
     raise InputError("--executor", "", f"expected slurm, kubernetes or sim, got {kind!r}")

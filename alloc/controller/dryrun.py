@@ -58,20 +58,6 @@ class DryRun:
         clock = cluster.simulated_clock(math.inf if until_s is None else until_s)
         return cls(cluster, clock, clock.t_s)
 
-    def check_state(self, store: StateStore) -> None:
-        """The state must be this cluster's: none of its rounds after the cluster's time (a
-        state left by an earlier run of a cluster file since removed would mix two runs)."""
-        last = store.rounds(last=1)
-        at = last[0]["at_s"] if last else None
-        if isinstance(at, int | float) and at > self.clock.now() + 1e-6:
-            raise InputError(
-                store.url,
-                "state",
-                f"it holds rounds up to {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC, "
-                f"after the simulated cluster's time ({self.at():%Y-%m-%d %H:%M:%S} UTC): it is "
-                "an earlier run's; remove it, or name another state in the config",
-            )
-
     def at(self, t_s: float | None = None) -> datetime:
         t = self.clock.t_s if t_s is None else t_s
         return datetime.fromtimestamp(self.clock.epoch_s + t, UTC)
@@ -140,6 +126,23 @@ class DryRun:
             if value is not None:
                 ratios[path] = value
         return lines + delivered_over_owed_lines(ratios, budgets, wide)
+
+
+def check_state(store: StateStore, cluster_s: float) -> None:
+    """The state must be the simulated cluster's: none of its rounds after the cluster's time
+    (epoch seconds; a state left by an earlier run of a cluster file since removed would mix
+    two runs)."""
+    last = store.rounds(last=1)
+    at = last[0]["at_s"] if last else None
+    if isinstance(at, int | float) and at > cluster_s + 1e-6:
+        raise InputError(
+            store.url,
+            "state",
+            f"it holds rounds up to {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC, "
+            f"after the simulated cluster's time "
+            f"({datetime.fromtimestamp(cluster_s, UTC):%Y-%m-%d %H:%M:%S} UTC): it is "
+            "an earlier run's; remove it, or name another state in the config",
+        )
 
 
 SUMMARY_WIDTH = 80  # the summary's lines fit a terminal of 80 columns (and a log's line)

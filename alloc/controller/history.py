@@ -20,20 +20,23 @@ from alloc.readable import counted, natural_key
 from alloc.report.fmt import duration
 
 
-def recorded_at(state_url: str, unseen: int = 0) -> list[str]:
-    """`recorded` of the state at this URL, and which controller leads."""
-    store = StateStore(state_url)
-    try:
-        now = leader(store)
-        return recorded(store, unseen) + ([leader_line(now)] if now is not None else [])
-    finally:
-        store.close()
+def recorded_with_leader(
+    store: StateStore, unseen: int = 0, ended: int = 0, simulated: bool = False
+) -> list[str]:
+    """`recorded`, and which controller leads."""
+    now = leader(store)
+    lines = recorded(store, unseen, ended, simulated)
+    return lines + ([leader_line(now, simulated)] if now is not None else [])
 
 
-def recorded(store: StateStore, unseen: int = 0) -> list[str]:
+def recorded(
+    store: StateStore, unseen: int = 0, ended: int = 0, simulated: bool = False
+) -> list[str]:
     """Lines on the rounds, actions, ledger and faults recorded; none when nothing was.
     `unseen`: work running that the ledger has not seen yet (a round opens its run when it
-    sees it running, the round after its start), said beside the ledger's count."""
+    sees it running, the round after its start), said beside the ledger's count; `ended`:
+    runs the ledger holds open of work no longer running (the next round closes them).
+    `simulated`: the rounds were stamped with a simulated cluster's time, said so."""
     with store.engine.connect() as db:
         by_kind = {
             str(kind): (int(n), float(first), float(last))
@@ -85,12 +88,15 @@ def recorded(store: StateStore, unseen: int = 0) -> list[str]:
     charged = store.window_gpu_hours(last, last - first)
     kept = ", ".join(f"{s} {n}" for s, n in statuses.items())
     lines = [
-        f"rounds: {full + passes} from {_at(first)} to {_at(last)} ({duration(last - first)}): "
+        f"rounds: {full + passes} from {_at(first)} to {_at(last)} ({duration(last - first)}"
+        + ("; simulated time" if simulated else "")
+        + "): "
         f"{counted(full, 'full round')}, {counted(passes, 'event pass', 'event passes')} "
         f"({kept}); carried out: starts "
         f"{done.get('start', 0)}, preemptions {done.get('preempt', 0) - down}"
         + (f", and apart {down} as hosts went into maintenance" if down else ""),
-        f"ledger: {counted(ran, 'run')} ({running} running"
+        f"ledger: {counted(ran, 'run')} ({running - ended} running"
+        + (f"; {ended} more open until the next round sees them ended" if ended else "")
         + (f"; {unseen} more running, not yet seen by a round" if unseen else "")
         + "); charged "
         "GPU-hours: "
@@ -119,6 +125,12 @@ class Leader:
     def valid(self) -> bool:
         return self.epoch > 0 and self.expires_s > self.now_s
 
+    @property
+    def released(self) -> bool:
+        """Given up by its holder at a clean stop (Lease.release sets its renewal and its
+        expiry to the same moment; a renewal sets the expiry a lease's length later)."""
+        return self.expires_s <= self.renewed_s
+
 
 def leader(store: StateStore) -> Leader | None:
     """The lease as the state holds it; None when no controller ever held it."""
@@ -132,16 +144,25 @@ def leader(store: StateStore) -> Leader | None:
     return Leader(holder, epoch, since, renewed, expires, float(now))
 
 
-def leader_line(now: Leader) -> str:
-    """`leader: ctl-a (epoch 3) since ..., lease renewed 0.2 s ago`, or who held it last."""
+def leader_line(now: Leader, simulated: bool = False) -> str:
+    """`leader: ctl-a (epoch 3) since ..., lease renewed 0.2 s ago`, or who held it last and
+    whether it released the lease or the lease ran out. The lease's times are the database's
+    (wall) clock: said so beside rounds stamped with `simulated` time."""
+    clock = " (wall clock)" if simulated else ""
     if now.valid:
         return (
             f"leader: {now.holder} (epoch {now.epoch}) since {_at(now.since_s)}; lease renewed "
-            f"{_ago(now.now_s - now.renewed_s)} ago, valid {_ago(now.expires_s - now.now_s)} more"
+            f"{_ago(now.now_s - now.renewed_s)} ago, valid {_ago(now.expires_s - now.now_s)} "
+            f"more{clock}"
+        )
+    if now.released:
+        return (
+            f"leader: none: {now.holder} (epoch {now.epoch}) released the lease "
+            f"{_ago(now.now_s - now.expires_s)} ago{clock}"
         )
     return (
         f"leader: none: the lease of {now.holder} (epoch {now.epoch}) ended "
-        f"{_ago(now.now_s - now.expires_s)} ago (a standby, if any, takes it within a "
+        f"{_ago(now.now_s - now.expires_s)} ago{clock} (a standby, if any, takes it within a "
         "quarter of the lease)"
     )
 

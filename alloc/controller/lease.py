@@ -174,10 +174,13 @@ class Lease:
         self._lose(epoch, "released")
         try:
             with self.store.engine.begin() as db:
+                # renewed and expired at one moment: `alloc status` tells a released lease
+                # from one that ran out (alloc.controller.history.Leader.released)
+                now = db.execute(select(db_now(self.store.engine))).scalar_one()
                 db.execute(
                     update(leadership)
                     .where(ROW, leadership.c.holder == self.holder, leadership.c.epoch == epoch)
-                    .values(expires_s=db_now(self.store.engine))
+                    .values(renewed_s=now, expires_s=now)
                 )
         except DBAPIError as exc:  # it expires by itself
             log.warning("cannot release the leader lease: %s", exc)

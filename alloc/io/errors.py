@@ -1,4 +1,6 @@
-"""Bad input: one clear message naming the file, the line, the field path and what is wrong."""
+"""What a command says in one line instead of a traceback: bad input (InputError: the file, the
+line, the field path and what is wrong; exit 2), and a cluster or a database that could not
+be reached (Unreachable: not the user's input, not alloc's fault; exit 1)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,11 @@ class InputError(ValueError):
         line, whose field is then an option or an argument)."""
         where = f"{self.file}:{self.line}" if self.line else self.file
         return ": ".join(part for part in (where, self.field, self.message) if part)
+
+
+class Unreachable(RuntimeError):
+    """A cluster or a state database that could not be reached (refused, timed out): said as
+    `error: cannot reach the cluster of c.yaml: ...`, exit 1 (alloc.cli.common.guarded)."""
 
 
 def field_path(loc: tuple[object, ...]) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from alloc.adapters.base import ExecutorFault, FaultKind
+from alloc.adapters.base import ClusterError, ExecutorFault, FaultKind
 from alloc.adapters.kubernetes import steps
 from alloc.adapters.kubernetes.steps import Step, call_name
 from alloc.adapters.retry import Failed, Retrier
@@ -32,7 +32,7 @@ T = TypeVar("T")
 RETRIED = frozenset({500, 502, 503, 504})  # and no answer (status 0)
 
 
-class KubeError(RuntimeError):
+class KubeError(ClusterError):
     """A call that failed: `status` is the HTTP status (0: no answer, or one that does not
     read), `message` what the server said (or what went wrong), shortened."""
 

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from alloc.adapters.base import FaultKind
+from alloc.adapters.base import ClusterError, FaultKind
 from alloc.adapters.retry import Failed, Retrier
 
 T = TypeVar("T")
 
 
-class SlurmError(RuntimeError):
+class SlurmError(ClusterError):
     def __init__(self, argv: Sequence[str], message: str) -> None:
         self.argv = tuple(argv)
         self.message = message.strip()
