@@ -37,6 +37,7 @@ __all__ = [
     "guarded",
     "on_the_command_line",
     "out",
+    "say_left",
     "say_replaced",
     "say_written",
     "table_width",
@@ -234,3 +235,19 @@ def say_replaced(folder: Path, names: Iterable[str]) -> None:
     line = replaced_by_run(folder, names)
     if line is not None:
         err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def say_left(folder: Path, names: Iterable[str], other: str) -> None:
+    """Before a run writes into `folder`: the files there of the other kind of run (a report
+    of `alloc simulate` where `alloc whatif` writes a comparison, or the reverse), which it
+    leaves as they are, named so that they are not taken for this run's."""
+    there = [folder / n for n in names if (folder / n).exists()]
+    if there:
+        shown = ", ".join(p.name + ("/" if p.is_dir() else "") for p in there)
+        err.print(
+            f"note: {folder} also holds {shown}, left from an earlier {other} run: not this "
+            "run's, left as they are",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
