@@ -148,3 +148,73 @@ def test_a_user_acts_only_as_themselves_unless_root(tmp_path: Path, monkeypatch)
     (change,) = store.budget_history()
     assert (change["who"], change["os_user"]) == ("pm-nlp", "root")
     store.close()
+
+
+def test_nobody_may_change_a_node_nobody_owns_and_the_message_says_how_to_name_owners():
+    # Tutorial 5's config named no owners: `--as root` was told "who owns it: nobody". root
+    # acts for an owner; with none, the change stays refused, saying how to name one.
+    bare = BudgetTree(
+        BudgetNode("lab", 1.0, (), (BudgetNode("nlp", 0.6), BudgetNode("vision", 0.4)))
+    )
+    for user in ("root", "director"):
+        with pytest.raises(GovernanceError) as refused:
+            check_change(bare, "nlp", 0.5, user)
+        said = str(refused.value)
+        assert "nobody owns lab, the root, the parent of nlp" in said
+        assert "`owners: [USER]` on lab" in said
+
+
+def _budgets(config: Path, *args: str):
+    command, *rest = args
+    return CliRunner().invoke(app, ["budgets", command, "--config", str(config), *rest])
+
+
+def test_setting_the_share_a_node_has_records_nothing(tmp_path: Path):
+    config = tmp_path / "c.yaml"
+    config.write_text(CONFIG.format(state=tmp_path / "s.db"))
+    same = _budgets(config, "set", "nlp/olmo", "70", "--as", "pm-nlp")
+    assert same.exit_code == 0, same.stderr
+    assert "nlp/olmo: already 70.0%" in same.stdout and "->" not in same.stdout
+    store = StateStore(f"sqlite:///{tmp_path / 's.db'}")
+    assert store.budget_history() == []
+    store.close()
+    # a non-owner is still refused, whatever the share
+    assert _budgets(config, "set", "nlp/olmo", "70%", "--as", "intern").exit_code == 2
+
+
+def test_an_empty_history_says_so(tmp_path: Path):
+    config = tmp_path / "c.yaml"
+    config.write_text(CONFIG.format(state=tmp_path / "s.db"))
+    history = _budgets(config, "history")
+    assert history.exit_code == 0, history.stderr
+    assert history.stdout.strip().startswith("no change of shares recorded yet")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["nlp/olmo", "-5%", "--as", "pm-nlp"],
+        ["nlp/olmo", "-5"],
+        ["nlp/olmo", "--as", "pm-nlp", "--", "-5%"],  # after --, an argument as it is
+    ],
+)
+def test_a_negative_share_is_a_bad_share_not_an_unknown_option(tmp_path: Path, args):
+    config = tmp_path / "c.yaml"
+    config.write_text(CONFIG.format(state=tmp_path / "s.db"))
+    if "--as" not in args:
+        args = [*args, "--as", "pm-nlp"]
+    refused = _budgets(config, "set", *args)
+    assert refused.exit_code == 2
+    said = " ".join(refused.stderr.split())
+    assert "SHARE: a share is between 0% and 100%" in said and "-5" in said
+    assert "no such option" not in said
+    store = StateStore(f"sqlite:///{tmp_path / 's.db'}")
+    assert store.budget_history() == []
+    store.close()
+
+
+def test_a_value_of_an_option_may_look_like_a_negative_number(tmp_path: Path):
+    config = tmp_path / "c.yaml"
+    config.write_text(CONFIG.format(state=tmp_path / "s.db"))
+    odd = _budgets(config, "set", "nlp/olmo", "--as", "-5", "50%")
+    assert odd.exit_code == 2 and "'-5' does not own nlp" in odd.stderr

@@ -52,3 +52,22 @@ def test_bad_input_is_still_said_on_stderr_when_stdout_is_closed(tmp_path):
     done = into_a_closed_pipe("solve", str(tmp_path / "missing.yaml"))
     assert done.returncode == 2
     assert "no such file" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"], ids=["buffered", "PYTHONUNBUFFERED=1"])
+def test_a_reader_that_goes_away_in_the_middle_of_the_output_ends_it_with_141(unbuffered):
+    # `PYTHONUNBUFFERED=1 alloc queue huge.yaml | head -1` ended 0: unbuffered, Python writes
+    # a text with one write call and drops, without an error, what the kernel did not take
+    # once the reader had gone. Here the output (~170 kB, one write) is more than a pipe
+    # holds, so the program is in the middle of writing when the reader closes its end.
+    env = dict(os.environ, PYTHONUNBUFFERED=unbuffered)
+    command = [sys.executable, "-m", "alloc.cli.app", "generate", "--hosts", "1000"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as running:
+        assert running.stdout is not None and running.stderr is not None
+        assert len(os.read(running.stdout.fileno(), 100)) == 100  # head has its line
+        running.stdout.close()
+        said = running.stderr.read().decode()
+        assert running.wait(timeout=120) == 141, said
+    assert said == ""

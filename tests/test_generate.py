@@ -87,6 +87,16 @@ def test_a_tree_larger_than_a_lab_is_refused_at_once_and_nothing_written(
     assert not out.exists()
 
 
+@pytest.mark.parametrize("shape", [["--depth", "2", "--width", "3"], ["--depth", "2"]])
+def test_levels_with_depth_or_width_is_refused_not_ignored(tmp_path: Path, shape):
+    # `--levels 4,15 --depth 2 --width 3` wrote a 3x3 tree, --levels silently dropped.
+    out = tmp_path / "g.yaml"
+    result = CliRunner().invoke(app, ["generate", "--levels", "4,15", *shape, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "--levels and --depth/--width are two ways to shape the tree: give one" in result.stderr
+    assert not out.exists()
+
+
 def test_a_generated_instance_can_be_simulated(tmp_path: Path):
     # A new user's `alloc generate --hosts 16 -o lab16.yaml && alloc simulate lab16.yaml
     # --synthetic` failed: the generated workloads stated no runtime.

@@ -552,6 +552,22 @@ def test_the_cli_prints_user_text_in_an_error_as_written(tmp_path, budget):
     assert_refused(solve_cli(path, out), out, f"unknown budget node {budget!r}")
 
 
+def test_the_roots_name_as_a_budget_says_the_root_is_no_budget_not_that_it_is_unknown(tmp_path):
+    # `budget: lab` (the root's name) was `unknown budget node 'lab'`: it exists, and is no
+    # budget to charge.
+    path = tmp_path / FILE
+    path.write_text(text_of(instance(budgets=TREE, workloads=[workload("w", 1, budget="lab")])))
+    out = tmp_path / "out.json"
+    result = solve_cli(path, out)
+    assert_refused(
+        result,
+        out,
+        "workloads[0].budget: 'lab' is the root of the budget tree, the whole cluster, and "
+        "cannot be a budget: work is charged to a node below it (nlp, robotics)",
+    )
+    assert "unknown" not in result.stderr
+
+
 def test_a_lookback_of_zero_is_bad_input_naming_file_line_and_field(tmp_path):
     # Fair-share ratios divide by the window's GPU time: a window of 0 is no window.
     path = tmp_path / FILE

@@ -154,3 +154,31 @@ def test_bad_input_into_a_used_folder_replaces_nothing_and_says_nothing(files, t
     assert result.exit_code == 2
     assert "replacing" not in result.stderr
     assert (out / "metrics.json").read_bytes() == before
+
+
+def test_a_run_into_a_folder_of_the_other_kind_of_run_names_what_it_leaves(files, tmp_path):
+    # A whatif into a simulate's folder said nothing, and report.html and metrics.json stayed
+    # beside the comparison as if they were its own; the same the other way round.
+    out = tmp_path / "rep"
+    sim = ["simulate", files["lab"], *[a.format(**files) for a in SIM], "--out", out]
+    whatif = ["whatif", files["lab"], *[a.format(**files) for a in SIM], "--out", out]
+    assert run(*sim).exit_code == 0
+    result = run(*whatif, "--policies", "greedy")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stderr.split())
+    assert (
+        f"note: {out} also holds {', '.join(RUN_FILES)}, left from an earlier `alloc simulate` "
+        "run: not this run's, left as they are" in said
+    )
+    assert "replacing" not in said  # whatif writes none of them
+    assert all((out / name).exists() for name in RUN_FILES)  # left, not removed
+    again = run(*sim)
+    assert again.exit_code == 0, again.output
+    said = " ".join(again.stderr.split())
+    assert said.startswith(f"replacing {', '.join(RUN_FILES)} in {out}")
+    assert (
+        f"note: {out} also holds {', '.join(COMPARISON_FILES)}, base-greedy/, left from an "
+        "earlier `alloc whatif` run" in said
+    )
+    # a folder of one kind of run only: no note
+    assert "note:" not in run(*whatif, "--out", tmp_path / "fresh").stderr

@@ -362,6 +362,12 @@ TREE = BudgetTree(
     [
         pytest.param("w2,vision,1,0,60,0,true,0,", ":3: budget: unknown budget", id="unknown"),
         pytest.param("w2,nlp,1,0,60,0,true,0,", ":3: budget: 'nlp' is not a leaf", id="not leaf"),
+        pytest.param(
+            "w2,root,1,0,60,0,true,0,",
+            ":3: budget: 'root' is the root of the budget tree, the whole cluster, and cannot be "
+            "a budget: work is charged to a node below it (nlp)",
+            id="the root",
+        ),
         pytest.param("w2,nlp/olmo,1,0,60,0,true", ":3: priority: the row has too few", id="few"),
         pytest.param("w2,nlp/olmo,1,0,60,0,true,0,,x", ":3: the row has more columns", id="many"),
         pytest.param("w2,nlp/olmo,1,0,-60,0,true,0,", ":3: runtime: must be above 0 s", id="neg"),
@@ -431,3 +437,80 @@ def test_an_output_over_the_raw_trace_is_bad_input_and_the_trace_is_kept(tmp_pat
     assert result.exit_code == 2, result.output
     assert "would overwrite the raw trace" in result.stderr
     assert trace.read_text() == ITP_ROWS
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n", "\ufeff"])
+def test_an_empty_trace_says_the_file_is_empty_not_which_columns_it_lacks(tmp_path, text):
+    # An empty trace said `missing columns id, budget, ...`, where an empty YAML says
+    # `the file is empty`.
+    import yaml
+    from conftest import host, instance
+
+    path = tmp_path / "trace.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        read_trace(path)
+    assert str(error.value).startswith(f"{path}: the file is empty (a trace has a header line")
+    lab = tmp_path / "lab.yaml"
+    data = instance(hosts=[host("h1")])
+    data.pop("workloads")
+    lab.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "out"
+    args = ["simulate", str(lab), "--trace", str(path), "--days", "0.01", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert f"{path}: the file is empty" in result.stderr and "missing columns" not in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("importer", "given", "expected"),
+    [
+        pytest.param(
+            "philly",
+            "itp-folder",
+            [
+                "not a Philly trace: it holds no philly.csv",
+                "it looks like an ITP trace: alloc trace import itp",
+            ],
+            id="philly given an ITP folder",
+        ),
+        pytest.param(
+            "philly",
+            "itp-file",
+            ["not a Philly trace: its columns are not Philly's", "looks like an ITP trace"],
+            id="philly given an ITP CSV",
+        ),
+        pytest.param(
+            "philly",
+            "empty-folder",
+            ["not a Philly trace: it holds no philly.csv"],
+            id="philly given a folder of neither",
+        ),
+        pytest.param(
+            "itp",
+            "philly-folder",
+            ["not an ITP trace: it holds no cluster01.csv", "looks like a Philly trace"],
+            id="itp given a Philly folder",
+        ),
+    ],
+)
+def test_an_importer_given_the_other_kind_of_trace_says_so(tmp_path, importer, given, expected):
+    # `alloc trace import philly` of an ITP folder said `philly_vc_nodes.csv: no such file`.
+    itp = tmp_path / "itp"
+    itp.mkdir()
+    (itp / "cluster01.csv").write_text(ITP_ROWS)
+    (tmp_path / "neither").mkdir()
+    source = {
+        "itp-folder": itp,
+        "itp-file": itp / "cluster01.csv",
+        "empty-folder": tmp_path / "neither",
+        "philly-folder": philly_dir(tmp_path),
+    }[given]
+    trace, lab = tmp_path / "t.csv", tmp_path / "lab.yaml"
+    result = run(importer, source, "-o", trace, "--lab", lab)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.stderr.split())
+    assert all(e in said for e in expected), said
+    assert "looks like" not in said or given != "empty-folder"
+    assert not trace.exists() and not lab.exists()

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from slurm_local import Cluster, require_slurm
+from slurm_local import PLAIN, Cluster, require_slurm
 
 from tests.tutorials import Tutorial, run, tutorials
 
@@ -71,6 +71,10 @@ def test_a_tutorial_runs_as_written(tutorial: Tutorial, tmp_path: Path):
 
 def test_the_slurm_tutorial_runs_as_written(tmp_path: Path):
     env = require_slurm()
+    if Path(os.environ.get("SLURM_LOCAL_DIR") or "/var/lib/slurm-local") != PLAIN:
+        # The tutorial starts (or finds running) the recipe's cluster in $SLURM_LOCAL_DIR, with
+        # the ports of the environment: a cluster of one's own is named as the tutorial says.
+        pytest.skip(f"the tutorial uses $SLURM_LOCAL_DIR: export it ({PLAIN}) and its ports")
     if not (SHARED / "recipes" / "slurm-local.sh").exists():
         pytest.fail(f"no recipes in {SHARED} (set ALLOC_RECIPES)")
     cluster = Cluster(env, tmp_path / "job.sh")
@@ -85,9 +89,12 @@ def test_the_kubernetes_tutorial_runs_as_written(tmp_path: Path):
     from k8s_local import KUBECONFIG, require_kubernetes
 
     require_kubernetes()
-    if Path("/var/lib/k8s-local/kubeconfig") != KUBECONFIG:
-        pytest.skip("the tutorial uses the recipe's kubeconfig")
-    kubectl = Path("/var/cache/k8s-local/bin/kubectl")
+    folder = Path(os.environ.get("K8S_LOCAL_DIR") or "/var/lib/k8s-local")
+    if folder / "kubeconfig" != KUBECONFIG:
+        # the tutorial starts (or finds running) the recipe's control plane in $K8S_LOCAL_DIR
+        pytest.skip("the tutorial uses $K8S_LOCAL_DIR's kubeconfig: export it and its ports")
+    cache = Path(os.environ.get("K8S_LOCAL_CACHE") or "/var/cache/k8s-local")
+    kubectl = cache / "bin" / "kubectl"
 
     def drop_namespace() -> None:
         subprocess.run(

@@ -25,6 +25,7 @@ from alloc.cli.common import (
     out,
     say_written,
     table_width,
+    whole_writes,
     write_atomically,
 )
 from alloc.cli.params import seconds, solver_option, whole
@@ -232,6 +233,7 @@ def main() -> None:
     # (~20 ms at each start, on top of the ~0.3 s the libraries take); typer does the same
     # for its parameter adapters. An explicit setting is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
+    whole_writes()  # a closed pipe ends with 141 under PYTHONUNBUFFERED=1 too
     try:
         app()
     finally:

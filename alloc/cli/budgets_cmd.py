@@ -4,10 +4,11 @@ which share when (alloc.controller.budgets says who may)."""
 from __future__ import annotations
 
 import getpass
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -115,7 +116,34 @@ def show(config: ConfigOpt) -> None:
     guarded(act)
 
 
-@budgets_app.command("set", cls=Command)
+_NEGATIVE = re.compile(r"-[0-9.]+%?")
+
+
+class _SetCommand(Command):
+    """`alloc budgets set`: a negative share (`-5%`) is one to refuse as the SHARE it is, not
+    an unknown option (click read it as one: `no such option: -5`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        valued = {
+            o
+            for p in self.params
+            if p.param_type_name == "option" and not getattr(p, "is_flag", False)
+            for o in p.opts
+        }
+        for before, arg in zip(["", *args], args, strict=False):
+            if arg == "--":  # what follows is an argument: SHARE's own check says it
+                break
+            if before not in valued and _NEGATIVE.fullmatch(arg):
+                from alloc.io.shares import parse_fraction
+
+                try:
+                    parse_fraction(arg)
+                except ValueError as exc:
+                    raise typer.BadParameter(str(exc), ctx=ctx, param_hint="SHARE") from None
+        return super().parse_args(ctx, args)
+
+
+@budgets_app.command("set", cls=_SetCommand)
 def set_share(
     path: Annotated[str, typer.Argument(help="Budget node, e.g. nlp/olmo.")],
     share: Annotated[str, typer.Argument(help="Its new share of its parent, e.g. 35%.")],
@@ -128,7 +156,7 @@ def set_share(
     it from its next round on."""
     from alloc.controller.budgets import GovernanceError, check_change
     from alloc.domain import BudgetPath
-    from alloc.io.shares import parse_fraction
+    from alloc.io.shares import exact, parse_fraction
 
     def act() -> None:
         try:
@@ -155,6 +183,15 @@ def set_share(
             if store is not None:
                 store.close()
             raise InputError("", path, str(exc)) from None
+        if exact(old) == new:  # a change of nothing is not a change: nothing recorded
+            if store is not None:
+                store.close()
+            out.print(
+                f"{node}: already {old:.1%}; nothing changed, nothing recorded",
+                markup=False,
+                highlight=False,
+            )
+            return
         at = time.time()
         store = store or open_state(settings)  # created here: its first record
         try:
@@ -185,6 +222,13 @@ def history(config: ConfigOpt) -> None:
                 rows = store.budget_history()
         finally:
             store.close()
+        if not rows:
+            out.print(
+                "no change of shares recorded yet (`alloc budgets set` makes one)",
+                markup=False,
+                highlight=False,
+            )
+            return
         lines = []
         for r in rows:
             when = datetime.fromtimestamp(float(r["at_s"]), UTC)  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ at all (`alloc.io.files`)."""
 from __future__ import annotations
 
 import errno
+import io
 import os
 import shutil
 import sys
@@ -36,9 +37,11 @@ __all__ = [
     "console",
     "err",
     "flush_stdout",
+    "whole_writes",
     "guarded",
     "on_the_command_line",
     "out",
+    "say_left",
     "say_replaced",
     "say_written",
     "table_width",
@@ -104,6 +107,28 @@ def flush_stdout() -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         stdout_closed()
+
+
+def whole_writes() -> None:
+    """Make stdout write whole or fail, also under PYTHONUNBUFFERED=1 (or `python -u`). There
+    stdout's text layer writes straight to the file descriptor, one `write` call per text,
+    whose count it ignores: when the reader of a pipe goes away in the middle of a large
+    write (`alloc queue | head -1`), the kernel reports the part it took, the rest is dropped
+    without an error, and the command ended 0 where it ends 141 buffered. A buffered writer
+    writes on until all is written or the pipe fails (BrokenPipeError: `stdout_closed`); line
+    buffering keeps the output as prompt as unbuffered output is, a line at a time. The
+    descriptor stays sys.__stdout__'s (closefd=False)."""
+    stream = sys.stdout
+    if not isinstance(stream, io.TextIOWrapper) or not isinstance(stream.buffer, io.FileIO):
+        return  # buffered already (the usual case), or not a file (a test's)
+    raw = io.FileIO(stream.fileno(), "w", closefd=False)
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(raw),
+        encoding=stream.encoding,
+        errors=stream.errors,
+        line_buffering=True,
+        write_through=True,
+    )
 
 
 def guarded(action: Callable[[], T]) -> T:
@@ -240,3 +265,19 @@ def say_replaced(folder: Path, names: Iterable[str]) -> None:
     line = replaced_by_run(folder, names)
     if line is not None:
         err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def say_left(folder: Path, names: Iterable[str], other: str) -> None:
+    """Before a run writes into `folder`: the files there of the other kind of run (a report
+    of `alloc simulate` where `alloc whatif` writes a comparison, or the reverse), which it
+    leaves as they are, named so that they are not taken for this run's."""
+    there = [folder / n for n in names if (folder / n).exists()]
+    if there:
+        shown = ", ".join(p.name + ("/" if p.is_dir() else "") for p in there)
+        err.print(
+            f"note: {folder} also holds {shown}, left from an earlier {other} run: not this "
+            "run's, left as they are",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )

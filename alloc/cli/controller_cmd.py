@@ -63,7 +63,7 @@ def run(
         typer.Option(
             metavar="DURATION",
             help="With --clock simulated: stop when the simulated clock is this long after the "
-            "trace's start, e.g. 6h or 2d.",
+            "lab's `now` (where the trace's times count from), e.g. 6h or 2d.",
         ),
     ] = None,
     wide: Annotated[

@@ -9,12 +9,21 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alloc.cli.common import MissingInput, check_writable, guarded, say_written, write_atomically
+from alloc.cli.common import (
+    Conflict,
+    MissingInput,
+    check_writable,
+    guarded,
+    say_written,
+    write_atomically,
+)
 from alloc.cli.params import number, whole
 from alloc.io.errors import InputError
 
 if TYPE_CHECKING:
     from alloc.generate import GeneratorSpec
+
+DEFAULT_LEVELS = "4,15,150"
 
 
 def generate(
@@ -26,12 +35,13 @@ def generate(
     gpus_per_host: Annotated[int, whole(min=1, help="GPUs per host.")] = 8,
     hosts_per_block: Annotated[int, whole(min=1, help="Hosts per network block.")] = 32,
     levels: Annotated[
-        str,
+        str | None,
         typer.Option(
             metavar="COUNTS",
-            help="Budget nodes in all at each level below the root, e.g. 4,15,150.",
+            help="Budget nodes in all at each level below the root [default: 4,15,150] "
+            "(or --depth and --width).",
         ),
-    ] = "4,15,150",
+    ] = None,
     depth: Annotated[int | None, whole(min=1, help="Tree depth (with --width).")] = None,
     width: Annotated[int | None, whole(min=1, help="Children per node.")] = None,
     demand: Annotated[
@@ -70,7 +80,9 @@ def generate(
     from alloc.io import dump_instance
 
     def act() -> None:
-        tree = _parse_levels(levels)
+        if levels is not None and (depth is not None or width is not None):
+            raise Conflict("--levels and --depth/--width are two ways to shape the tree: give one")
+        tree = _parse_levels(levels or DEFAULT_LEVELS)
         if depth is not None or width is not None:
             if depth is None or width is None:
                 raise MissingInput(
@@ -78,7 +90,7 @@ def generate(
                 )
             tree = _even_levels(depth, width, MAX_NODES)
         if sum(tree) > MAX_NODES:
-            asked = f"--depth {depth} --width {width}" if depth is not None else levels
+            asked = f"--depth {depth} --width {width}" if depth is not None else str(levels)
             raise InputError(
                 "--depth" if depth is not None else "--levels",
                 "",

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from alloc.cli.common import check_writable, guarded, say_replaced
+from alloc.cli.common import check_writable, guarded, say_left, say_replaced
 from alloc.cli.sim_options import (
     CheckpointOpt,
     DaysOpt,
@@ -100,6 +100,7 @@ def simulate(
         chosen = check_policy(policy) if policy is not None else base.policy
         spec = replace(base, policy=chosen, out=str(out), label=chosen)
         say_replaced(out, RUN_FILES)
+        say_left(out, _comparison_files(out), "`alloc whatif`")
         display = ProgressDisplay([(chosen, days * 86400.0)], interval)
         try:
             with StopOnSigint(display.stop_requested) as stop, display:
@@ -114,3 +115,13 @@ def simulate(
             exit_interrupted(f"the run was complete; its results are in {out}")
 
     guarded(act)
+
+
+def _comparison_files(out: Path) -> list[str]:
+    """What an `alloc whatif` left in `out`: its comparison and its runs' folders."""
+    from alloc.report.compare import COMPARISON_FILES
+
+    if not out.is_dir():
+        return []
+    runs = sorted(p.name for p in out.iterdir() if (p / "metrics.json").is_file())
+    return [*COMPARISON_FILES, *runs]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from alloc.cli.common import check_writable, guarded, say_replaced, write_atomically
+from alloc.cli.common import check_writable, guarded, say_left, say_replaced, write_atomically
 from alloc.cli.params import whole
 from alloc.cli.sim_options import (
     CheckpointOpt,
@@ -91,8 +91,11 @@ def whatif(
 ) -> None:
     """Replay one trace under several budget trees and/or policies, side by side (every run
     meets the same host failures: the failure model is seeded). Prints a table with a row per
-    run (and, with --teams, per team and run). Ctrl-C stops the runs under way at the end of
-    their current round, compares what was measured (marked partial) and exits 130."""
+    run (and, with --teams, per team and run). Writes the comparison, a folder per run and
+    (with --synthetic) trace.csv into --out, saying first which files of an earlier run it
+    replaces; files of an `alloc simulate` run there are named and left as they are. Ctrl-C
+    stops the runs under way at the end of their current round, compares what was measured
+    (marked partial) and exits 130."""
     from alloc.cli.progress import ProgressDisplay
     from alloc.cli.render_whatif import print_comparison
     from alloc.cli.stop import exit_interrupted
@@ -187,7 +190,7 @@ def _specs(
     from alloc.io.trace_csv import parse_trace
     from alloc.io.trace_csv import trace_text as write_trace_text
     from alloc.report.compare import COMPARISON_FILES
-    from alloc.sim.run import load_inputs
+    from alloc.sim.run import RUN_FILES, load_inputs
     from alloc.sim.synthetic import SyntheticLab, synthetic_trace
 
     base, (lab_snapshot, jobs) = base_spec(lab, trace, synthetic, days, seed, options)
@@ -244,6 +247,7 @@ def _specs(
             )
     written = [*COMPARISON_FILES, *(Path(s.out).name for s in specs)]
     say_replaced(out, written + (["trace.csv"] if trace_text is not None else []))
+    say_left(out, RUN_FILES, "`alloc simulate`")
     if trace_text is not None:
         trace_path = out / "trace.csv"
         write_atomically(trace_path, trace_text)

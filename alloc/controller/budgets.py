@@ -45,8 +45,10 @@ def check_change(tree: BudgetTree, path: BudgetPath, share: float | Decimal, use
         raise GovernanceError(f"a share is between 0% and 100%, got {percent_text(share)}")
     parent = BudgetPath(path.rsplit("/", 1)[0]) if "/" in path else ROOT_PATH
     allowed = owners_of(tree, parent)
+    if not allowed:
+        raise GovernanceError(nobody_owns(tree, parent, path))
     if user not in allowed:
-        who = ", ".join(sorted(allowed, key=natural_key)) or "nobody (the config names no owners)"
+        who = ", ".join(sorted(allowed, key=natural_key))
         raise GovernanceError(
             f"{user!r} does not own {node_named(tree, parent)}, the parent of {path}; who owns "
             f"it and so may change {path}: {who}"
@@ -59,6 +61,21 @@ def check_change(tree: BudgetTree, path: BudgetPath, share: float | Decimal, use
             f"{percent_text(total)} of {node_named(tree, parent)} (at most 100%)"
         )
     return tree.node(path).share
+
+
+def nobody_owns(tree: BudgetTree, parent: BudgetPath, path: BudgetPath) -> str:
+    """Why no one, root included, may change `path`: its parent has no owner (governance
+    stays strict: root acts for an owner, and there is none), and how to name one."""
+    where = (
+        f"`owners: [USER]` on {tree.root.name}, the root"
+        if not parent
+        else f"`owners: [USER]` on {parent} or a node above it"
+    )
+    return (
+        f"nobody owns {node_named(tree, parent)}, the parent of {path}: the config names no "
+        f"owners there or above it, so no one may change {path}; name them in the config's "
+        f"budgets ({where}), then run this as one of them"
+    )
 
 
 def with_shares(tree: BudgetTree, shares: Mapping[BudgetPath, float]) -> BudgetTree:

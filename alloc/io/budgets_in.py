@@ -64,10 +64,22 @@ def budget_tree(raw: BudgetIn, report: Reporter) -> BudgetTree:
 
 
 def unknown_path(path: str, tree: BudgetTree) -> str:
+    if path.strip("/") == tree.root.name:
+        return root_named(path, tree)
     options = [p for p in tree.paths() if p]
     close = difflib.get_close_matches(path, options, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown budget node {path!r}{hint}"
+
+
+def root_named(path: str, tree: BudgetTree) -> str:
+    """Why the root's name is no budget to charge: the root is the whole cluster, and its
+    name is no path (paths start below it: `nlp/olmo`)."""
+    below = ", ".join(tree.children(BudgetPath("")))
+    return (
+        f"{path!r} is the root of the budget tree, the whole cluster, and cannot be a budget: "
+        f"work is charged to a node below it ({below})"
+    )
 
 
 def usage_from(

@@ -24,7 +24,7 @@ slurm:
   command_timeout: 10s
   attempts: 3              # tries of a failing command, with backoff
 kubernetes:                # executor kubernetes (alloc.adapters.kubernetes.read says the rest)
-  kubeconfig: ~/.kube/config   # default: in-cluster, else ~/.kube/config
+  kubeconfig: ~/.kube/config   # default: in-cluster, else $KUBECONFIG, else ~/.kube/config
   context: lab-west          # default: the kubeconfig's current context
   queues: {nlp: nlp, nlp/pretrain: nlp/team1}   # namespace or namespace/queue -> budget path
   namespaces: [nlp, vision]  # managed namespaces (default: all)

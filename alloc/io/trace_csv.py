@@ -61,6 +61,13 @@ def parse_trace(
     gpu_types: frozenset[str] | None = None,
     taken_ids: frozenset[str] = frozenset(),
 ) -> list[TraceJob]:
+    if not text.removeprefix("\ufeff").strip():
+        raise InputError(
+            file,
+            "",
+            f"the file is empty (a trace has a header line, {','.join(COLUMNS)}, then a line "
+            "per job)",
+        )
     reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff")))
     header = reader.fieldnames or []
     check_row(((f"header column {i + 1}", c) for i, c in enumerate(header)), file, 1)
@@ -155,6 +162,10 @@ def _job(
     budget_text = field("budget").strip("/")
     budget = BudgetPath(budget_text) if budget_text else None
     if budget is not None and budgets is not None:
+        if budget not in budgets and budget == budgets.root.name:
+            from alloc.io.budgets_in import root_named  # pydantic's schema: only on this error
+
+            raise InputError(file, "budget", root_named(budget, budgets), line)
         if budget not in budgets:
             raise InputError(
                 file,

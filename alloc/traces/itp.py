@@ -77,6 +77,7 @@ def import_itp(
     if tenants < 1:
         raise InputError("--tenants", "", f"must be at least 1, got {tenants}")
     (path,) = raw_files(source)
+    _check_kind(Path(source), path)
     rows, dropped, total = _read(path)
     if not rows:
         raise InputError(str(path), "", f"no job to import ({total} rows, all dropped)")
@@ -165,6 +166,22 @@ def concurrent_demand_percentile(
         if covered >= fraction * span:
             return demand
     return max(time_at)
+
+
+def _check_kind(source: Path, path: Path) -> None:
+    """Bad input, saying what is missing, when `source` is no ITP trace (naming the importer
+    it looks made for: a Philly trace)."""
+    from alloc.traces.sniff import looks_like, not_a
+
+    if source.is_dir() and not path.is_file():
+        raise not_a(
+            "itp",
+            source,
+            f"it holds no {DEFAULT_FILE} (give an ITP cluster's CSV, e.g. cluster02.csv, or a "
+            f"folder holding {DEFAULT_FILE})",
+        )
+    if path.is_file() and looks_like(path) == "philly":
+        raise not_a("itp", path, f"its columns are not ITP's ({','.join(COLUMNS)})")
 
 
 def _read(path: Path) -> tuple[list[Row], dict[str, int], int]:

@@ -147,9 +147,30 @@ def raw_files(source: str | Path) -> tuple[Path, Path]:
 
 
 def _paths(source: Path) -> tuple[Path, Path]:
+    """The jobs and the node counts of `source`; bad input, saying what is missing, when it
+    is no Philly trace (naming the importer it looks made for: an ITP trace)."""
+    from alloc.traces.sniff import looks_like, not_a
+
     if not source.is_dir() and not source.exists():
         raise InputError(str(source), "", "no such file or folder")
-    return raw_files(source)
+    jobs, nodes = raw_files(source)
+    if source.is_dir() and not jobs.is_file():
+        raise not_a(
+            "philly",
+            source,
+            f"it holds no {JOBS_FILE} (a Philly trace is a folder of {JOBS_FILE}, the jobs, "
+            f"and {NODES_FILE}, the node counts per VC)",
+        )
+    if not source.is_dir() and looks_like(source) == "itp":
+        raise not_a("philly", source, f"its columns are not Philly's ({','.join(COLUMNS)})")
+    if not nodes.is_file():
+        raise InputError(
+            str(nodes),
+            "",
+            f"no such file: a Philly trace has its node counts per VC "
+            f"({','.join(NODE_COLUMNS)}) beside {jobs.name}",
+        )
+    return jobs, nodes
 
 
 def _read_nodes(path: Path) -> dict[str, int]:
