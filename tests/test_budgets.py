@@ -185,6 +185,7 @@ def test_setting_the_share_a_node_has_records_nothing(tmp_path: Path):
 def test_an_empty_history_says_so(tmp_path: Path):
     config = tmp_path / "c.yaml"
     config.write_text(CONFIG.format(state=tmp_path / "s.db"))
+    StateStore(f"sqlite:///{tmp_path / 's.db'}").close()  # a state the controller wrote
     history = _budgets(config, "history")
     assert history.exit_code == 0, history.stderr
     assert history.stdout.strip().startswith("no change of shares recorded yet")
