@@ -7,8 +7,8 @@ one (CI, nohup, a log file): one line per running run every `interval_s` of wall
 
 (one line). Rates are taken over the last minute of wall time (a simulation's pace changes
 as its cluster fills). The ETA follows the pace's trend too: a run slows as its queue fills
-(a 7-day run said `elapsed 1:10, ETA 1:25` and took 3:37), so where the last minute's wall
-time per simulated second (over the last half of the run, at most a minute) is above the
+(a 7-day run said `elapsed 1:10, ETA 1:25` and took 3:37), so where the recent wall time
+per simulated second (over the last half of the run, at most a minute) is above the
 run's average, the cost is taken to keep growing as it grew (linearly in simulated time,
 through the two averages) to the end. Rounds count both kinds, full rounds and event passes,
 each named as metrics.json names it (`full_rounds`, `event_passes`). After a Ctrl-C the line
@@ -110,10 +110,10 @@ class RunState:
         if rates is None or rates[0] <= 0:
             return "unknown"
         left = max(0.0, self.horizon_s - self.t_s)
-        growth = self._growth(now)
-        if growth is None:
+        trend = self._growth(now)
+        if trend is None:
             return clock(left / rates[0])
-        cost, growth = growth
+        cost, growth = trend
         return clock(cost * left + growth * left * left / 2)
 
     def _growth(self, now: float) -> tuple[float, float] | None:
