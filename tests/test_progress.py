@@ -464,3 +464,34 @@ def test_the_readmes_progress_and_ctrl_c_lines_are_what_the_tool_prints():
         r"the partial results are in \S+",
         interrupted,
     )
+
+
+def test_the_eta_follows_a_run_that_slows_as_its_queue_fills():
+    """A 7-day run said `elapsed 1:10, ETA 1:25` and took 3:37: each simulated second costs
+    more wall time than the one before. The ETA takes that growth on to the end."""
+    horizon = 7 * 86400.0
+    a, b = 2e-4, 4e-9  # wall seconds per simulated second: a + b t, growing
+    total = a * horizon + b * horizon**2 / 2  # the run's wall time: 853 s
+    run = RunState("r", horizon)
+    run.start(0.0)
+    t, wall = 0.0, 0.0
+    run.update(wall, t, 1, 0)
+    while wall < 70:  # a sample a second of wall time; the ETA at 1:10, as reported
+        t += 1.0 / (a + b * t)
+        wall += 1.0
+        run.update(wall, t, 1 + int(wall), 0)
+    eta = run.eta(wall)
+    minutes, seconds = (int(x) for x in eta.split(":"))
+    left = total - wall
+    assert abs(60 * minutes + seconds - left) <= 0.1 * left, (eta, left)
+    # at the recent pace alone it said far less
+    rates = run.rates(wall)
+    assert rates is not None and (horizon - t) / rates[0] < 0.8 * left
+
+
+def test_a_steady_run_keeps_the_eta_of_its_pace():
+    run = RunState("r", 86400.0)
+    run.start(0.0)
+    for s in range(1, 200):
+        run.update(float(s), s * 100.0, s, 0)  # 100 simulated seconds a second, steadily
+    assert run.eta(199.0) == clock((86400.0 - 19900.0) / 100.0)

@@ -13,8 +13,10 @@ whole. A column whose cells come out narrower than its width at a stage frees th
 the next stage. When the last stage still leaves a line wider than the width, the columns a
 table marks as least useful (`Column.drop`) are left out, the least useful first, and the
 table's notes (`notes`) name them; a table still too wide says so there rather than overflow
-silently (every line a table prints fits the width, COLUMNS in a terminal). A row of one cell is
-a group heading and may use the whole line. Every cell is shown as `alloc.printable.shown`
+silently (every line a table prints fits the width, COLUMNS in a terminal). A row is one line,
+but for a column of labels (`Column.wrap`: a summary's metric names), whose cells are broken
+at spaces onto more lines rather than cut, the row's other cells on its first. A row of one
+cell is a group heading and may use the whole line. Every cell is shown as `alloc.printable.shown`
 writes it (a name a cluster reports may hold an escape sequence or a line break), before it is
 measured (`visible`)."""
 
@@ -56,6 +58,9 @@ class Column:
     # Left out when even the last stage leaves the line too wide: 0 never, else the columns
     # with the highest `drop` first (the least useful).
     drop: int = 0
+    # Labels: a cell too wide is broken at spaces onto more lines (`wrap`, the lines after the
+    # first indented two spaces more than it), never cut.
+    wrap: bool = False
 
     def cut(self, text: str, width: int) -> str:
         """The cell in `width`: whole if it fits, else with its codes written shorter (the
@@ -68,9 +73,28 @@ class Column:
                 return text
         return text if self.shorten is None else self.shorten(text, width)
 
+    def lines(self, text: str, width: int) -> list[str]:
+        """The cell in `width` as the lines it is shown on: one (`cut`), but for a label
+        (`wrap`) broken at spaces, each line after the first indented two spaces more than
+        the first (a word longer than the width stays whole)."""
+        if not self.wrap or len(text) <= width:
+            return [self.cut(text, width)]
+        indent = " " * (len(text) - len(text.lstrip(" ")) + 2)
+        return textwrap.wrap(
+            text,
+            max(1, width),
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [text]
+
+    def used(self, text: str, width: int) -> int:
+        """How wide the cell is shown in `width` (its longest line)."""
+        return max(len(line) for line in self.lines(text, width))
+
     @property
     def narrows(self) -> bool:
-        return self.shorten is not None or bool(self.codes)
+        return self.shorten is not None or bool(self.codes) or self.wrap
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +148,7 @@ def fit(
         # stage narrows another column.
         for i in narrowed:
             if widths[i] < natural[i]:
-                used = max(len(columns[i].cut(t, widths[i])) for t in _cells(columns, rows, i))
+                used = max(columns[i].used(t, widths[i]) for t in _cells(columns, rows, i))
                 over -= widths[i] - used
                 widths[i] = used
     dropped: set[int] = set()
@@ -156,30 +180,52 @@ def _give_back(
 ) -> None:
     """A shortened column whose cells came out narrower than its width (a path cut at its
     slashes) gives the rest, with the `spare` columns already gave, to the other shortened
-    columns, those shortened last first."""
+    columns, those shortened last first, each only as much as its cells then show: a column
+    is never wider than its widest cell (or header) as shown (`protected` for
+    `running-protected` is 9 wide, not the 13 it was narrowed to), the rest goes on."""
     cut = [i for i, c in enumerate(columns) if c.narrows and widths[i] < natural[i]]
     for i in cut:
-        used = max(len(columns[i].cut(t, widths[i])) for t in _cells(columns, rows, i))
+        used = max(columns[i].used(t, widths[i]) for t in _cells(columns, rows, i))
         spare += widths[i] - used
         widths[i] = used
     for i in sorted(cut, key=lambda i: -max((s for s, _ in columns[i].stages), default=0)):
-        more = min(spare, natural[i] - widths[i])
-        widths[i] += more
-        spare -= more
+        while spare > 0 and widths[i] < natural[i]:
+            more = widths[i] + min(spare, natural[i] - widths[i])
+            used = max(columns[i].used(t, more) for t in _cells(columns, rows, i))
+            if used <= widths[i]:
+                break  # more room shows nothing more of its cells
+            spare -= used - widths[i]
+            widths[i] = used
 
 
 def format_row(columns: Sequence[Column], layout: Layout, cells: Sequence[str]) -> str:
     """One line: each cell shortened to its column's width (if it may be) and aligned; a row
-    of one cell, a heading, shortened to the whole line."""
+    of one cell, a heading, shortened to the whole line. A label broken onto more lines
+    (`Column.wrap`) makes more lines, joined by newlines, the row's other cells on its first."""
     if len(cells) == 1 and len(columns) > 1:
         return (columns[0].shorten or shorten_end)(cells[0], layout.full)
-    parts = []
-    for i, (c, w, text) in enumerate(zip(columns, layout.widths, cells, strict=True)):
-        if i in layout.dropped:
-            continue
-        text = c.cut(text, w)
-        parts.append(text.rjust(w) if c.right else text.ljust(w))
-    return layout.sep.join(parts).rstrip()
+    kept = [
+        (c, w, text)
+        for i, (c, w, text) in enumerate(zip(columns, layout.widths, cells, strict=True))
+        if i not in layout.dropped
+    ]
+    shown = []
+    for k, (c, w, text) in enumerate(kept):
+        room = w
+        if c.wrap and k + 1 < len(kept) and kept[k + 1][0].right:
+            # a label may run on into the blank a shorter number right of it leaves
+            after, width_after, value = kept[k + 1]
+            room += width_after - len(after.cut(value, width_after))
+        shown.append((c, w, c.lines(text, room)))
+    out = []
+    for k in range(max(len(parts) for _, _, parts in shown)):
+        line, over = [], 0  # how far a label ran on into the column right of it
+        for c, w, parts in shown:
+            text = parts[k] if k < len(parts) else ""
+            line.append(text.rjust(w - over) if c.right else text.ljust(w))
+            over = max(0, len(text) - w) if c.wrap else 0
+        out.append(layout.sep.join(line).rstrip())
+    return "\n".join(out)
 
 
 def visible(rows: Sequence[Sequence[str]]) -> list[list[str]]:
@@ -215,9 +261,20 @@ def notes(columns: Sequence[Column], layout: Layout, rows: Sequence[Sequence[str
     if layout.dropped:
         heads = ", ".join(columns[i].head for i in sorted(layout.dropped))
         out.append(f"left out at {layout.width} columns: {heads}")
-    if layout.width is not None and layout.full > layout.width:
+    # measured as printed: a cell that may not be cut (a code written shorter, a long word of
+    # a label) can be wider than its column
+    widest = max(
+        (
+            len(line)
+            for r in [[c.head for c in columns], *rows]
+            if len(r) == len(columns)
+            for line in format_row(columns, layout, r).split("\n")
+        ),
+        default=0,
+    )
+    if layout.width is not None and widest > layout.width:
         out.append(
-            f"the table is {layout.full} characters wide, wider than the {layout.width} "
+            f"the table is {widest} characters wide, wider than the {layout.width} "
             "columns given (COLUMNS)"
         )
     return out
@@ -229,11 +286,14 @@ def lines(
     width: int | None,
     tight: int = 1,
 ) -> list[str]:
-    """The header and one line per row, fitted to `width` (`fit`)."""
+    """The header and one line per row (more for a label broken, `Column.wrap`), fitted to
+    `width` (`fit`)."""
     rows = visible(rows)
     layout = fit(columns, rows, width, tight)
-    return [format_row(columns, layout, [c.head for c in columns])] + [
-        format_row(columns, layout, r) for r in rows
+    return [
+        line
+        for r in [[c.head for c in columns], *rows]
+        for line in format_row(columns, layout, r).split("\n")
     ]  # the caller adds `notes`
 
 

@@ -18,7 +18,6 @@ from alloc.cli.queue_table import REASONS
 from alloc.cli.shorten import (
     ratios_all_levels,
     shorten_duration,
-    shorten_end,
     shorten_middle,
     shorten_path,
     shorten_ratios,
@@ -36,11 +35,12 @@ if TYPE_CHECKING:
 # paths to a readable width, then the ratios along the path as far as every level keeps its
 # ratio and its node's name (`ratios_all_levels`), the decision (its reason written shorter)
 # and the standing, then names and paths to their least (never so far that two read alike:
-# the ratios name the nodes), then the ratios (levels left out, `…`), the decision last cut.
+# the ratios name the nodes), then the ratios (levels left out, `…`), then every decision
+# its reason written shorter (`wait (over_alloc)`, said in the legend), never cut.
 NAME = ((1, 12), (5, 8))
 PATH = ((1, 16), (5, 6))
 RATIOS_LEAST = 12  # `… > r13 0.00`
-DECISION = ((3, 19), (7, 16))
+DECISION = ((3, 19), (7, 0))
 STANDING = ((4, 8),)  # `entitled`; `unalloc` for unallocated
 WAITING = ((8, 6),)  # in its largest unit (`13 h`), the last resort: `59 min`
 STANDINGS = {"over its entitlement": "over", "unallocated": "unalloc"}
@@ -71,7 +71,7 @@ def queue_table(rows: Sequence[QueueRow]) -> tuple[list[Column], list[list[str]]
         # left out of a narrow terminal, in turn: the standing (the decision says most of it),
         # the priority, the time waiting (a deep budget tree's paths and ratios need the room)
         Column("waiting", right=True, shorten=shorten_duration, stages=WAITING, drop=1),
-        Column("this round", shorten=shorten_end, stages=DECISION, codes=REASONS),
+        Column("this round", stages=DECISION, codes=REASONS),
         Column("standing", stages=STANDING, codes=STANDINGS, drop=3),
         ratios_column([r.path for r in rows]),
     ]
@@ -209,7 +209,7 @@ def status(
                     Column("workload", shorten=shorten_middle, stages=NAME, distinct=True),
                     Column("round"),
                     Column("when (simulated)" if seen.simulated else "when", right=True),
-                    Column("decision", shorten=shorten_end, stages=DECISION, codes=REASONS),
+                    Column("decision", stages=DECISION, codes=REASONS),
                 ],
                 decided,
                 title="what the controller last decided, on the cluster as its round saw it, "

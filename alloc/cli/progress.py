@@ -5,11 +5,15 @@ one (CI, nohup, a log file): one line per running run every `interval_s` of wall
     progress greedy: 10 h 6 min of 1 d simulated (42%), 1,532 rounds (87 full rounds, 1,445
     event passes), 0.91 simulated h/s, 19.0 rounds/s, elapsed 0:28, ETA 0:45
 
-(one line). Rates and the ETA are taken over the last minute of wall time (a simulation's
-pace changes as its cluster fills); rounds count both kinds, full rounds and event passes,
-each named as metrics.json names it (`full_rounds`, `event_passes`). After a
-Ctrl-C the line says the run is stopping instead of giving rates and an ETA. When a run's
-simulation is over its lines stop, and one line says its files are being written:
+(one line). Rates are taken over the last minute of wall time (a simulation's pace changes
+as its cluster fills). The ETA follows the pace's trend too: a run slows as its queue fills
+(a 7-day run said `elapsed 1:10, ETA 1:25` and took 3:37), so where the recent wall time
+per simulated second (over the last half of the run, at most a minute) is above the
+run's average, the cost is taken to keep growing as it grew (linearly in simulated time,
+through the two averages) to the end. Rounds count both kinds, full rounds and event passes,
+each named as metrics.json names it (`full_rounds`, `event_passes`). After a Ctrl-C the line
+says the run is stopping instead of giving rates and an ETA. When a run's simulation is over
+its lines stop, and one line says its files are being written:
 
     progress greedy: 1 d simulated, 2,236 rounds (288 full rounds, 1,948 event passes) in
     0:58; writing the report ...
@@ -63,6 +67,7 @@ class RunState:
     began: float | None = None  # wall time (monotonic) the run started at
     state: str = "waiting"  # waiting | running | writing | done | partial | not run
     samples: deque[tuple[float, float, int]] = field(default_factory=deque)
+    first: tuple[float, float] | None = None  # (wall, simulated) time of the first round
 
     @property
     def simulating(self) -> bool:
@@ -77,6 +82,8 @@ class RunState:
         self.t_s, self.rounds, self.passes = t_s, rounds, passes
         if not self.samples or now - self.samples[-1][0] >= SAMPLE_EVERY_S:
             self.samples.append((now, t_s, rounds + passes))
+        if self.first is None and self.simulating:
+            self.first = self.samples[0][:2]
         while len(self.samples) > 2 and now - self.samples[1][0] >= RATE_WINDOW_S:
             self.samples.popleft()  # keep one sample at least a window old
 
@@ -95,10 +102,36 @@ class RunState:
         return (self.t_s - t_s) / (now - wall), (self.rounds + self.passes - done) / (now - wall)
 
     def eta(self, now: float) -> str:
+        """The wall time to the end: the simulated time left at the recent wall time per
+        simulated second, and, where the recent stretch (the last half of the run, at most
+        the window) cost more per simulated second than the run's average (it slows as its
+        queue fills), that cost growing on as it grew."""
         rates = self.rates(now)
         if rates is None or rates[0] <= 0:
             return "unknown"
-        return clock((self.horizon_s - self.t_s) / rates[0])
+        left = max(0.0, self.horizon_s - self.t_s)
+        trend = self._growth(now)
+        if trend is None:
+            return clock(left / rates[0])
+        cost, growth = trend
+        return clock(cost * left + growth * left * left / 2)
+
+    def _growth(self, now: float) -> tuple[float, float] | None:
+        """(the wall time a simulated second costs now, how much more each next one costs),
+        through the cost over the run and over its recent stretch, each the cost at the
+        middle of its stretch of simulated time; None when it is not growing."""
+        if self.first is None:
+            return None
+        since = max(self.samples[0][0], (self.first[0] + now) / 2)
+        split = next((x for x in self.samples if x[0] >= since), None)
+        if split is None or not self.first[1] < split[1] < self.t_s or now <= split[0]:
+            return None
+        recent = (now - split[0]) / (self.t_s - split[1])
+        average = (now - self.first[0]) / (self.t_s - self.first[1])
+        if recent <= average:
+            return None
+        growth = (recent - average) / ((split[1] - self.first[1]) / 2)
+        return recent + growth * (self.t_s - split[1]) / 2, growth
 
     @property
     def rounds_text(self) -> str:

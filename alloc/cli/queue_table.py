@@ -105,8 +105,8 @@ def table_lines(rows: Sequence[QueueRow], width: int | None, types: bool) -> lis
 
 def footer(rows: Sequence[QueueRow], total: int, width: int | None) -> list[str]:
     """Workloads and GPUs per state: `3 of 7 workloads, 24 GPUs: 1 running-protected (8 GPUs),
-    2 waiting (16 GPUs)`; broken between states (never inside one) where it would pass
-    `width`."""
+    2 waiting (16 GPUs)`; broken between states (never inside one, and after the colon too)
+    where it would pass `width`."""
     counts = by_state(rows)
     shown = len(rows)
     head = (
@@ -118,12 +118,13 @@ def footer(rows: Sequence[QueueRow], total: int, width: int | None) -> list[str]
     items = [f"{n:,} {s.value} ({counted(g, 'GPU')})" for s, (n, g) in counts.items()]
     if not items:
         return [head]
-    lines = [head + ": " + items[0]]
-    for k, item in enumerate(items[1:], start=2):
+    lines = [head + ":"]
+    for k, item in enumerate(items, start=1):
         comma = 1 if k < len(items) else 0  # room for the comma that may end the line
-        if width is not None and len(lines[-1]) + 2 + len(item) + comma > width:
-            lines[-1] += ","
+        sep = ", " if k > 1 else " "
+        if width is not None and len(lines[-1]) + len(sep) + len(item) + comma > width:
+            lines[-1] += sep.rstrip()
             lines.append("  " + item)
         else:
-            lines[-1] += ", " + item
+            lines[-1] += sep + item
     return lines

@@ -8,11 +8,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.text import Text
 
 from alloc.cli.columns import Column
-from alloc.cli.shorten import shorten_middle, shorten_middle_keep_tail
-from alloc.cli.tables import print_table
+from alloc.cli.shorten import shorten_middle, shorten_path
+from alloc.cli.tables import print_table, say
 from alloc.domain import Plan
 from alloc.domain.plan import WITHOUT_MODEL
 from alloc.io.durations import format_time
@@ -31,6 +30,7 @@ def ratio_text(r: float) -> str:
 
 # Budget names and paths: cut in the middle, not below 8 characters.
 NAME = ((1, 8),)
+DROP = {"waiting": 3, "unalloc": 2, "of all": 1}
 BUDGETS_LEGEND = (
     "share: of the parent; of all: of the cluster; owed: capped at its demand",
     "held, unalloc: allocated and unallocated GPUs its work holds after the round",
@@ -46,19 +46,18 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     gap = "-" if r.gap is None else f"{r.gap:.3%}"
     bound = "-" if r.bound is None else f"{r.bound:,.2f}"
     round_s = m.get("round_seconds", 0.0)
-    console.print(Text(f"{shown(source)} at {format_time(plan.now)} (round: {round_s:.3f} s)"))
+    say(console, f"{shown(source)} at {format_time(plan.now)} (round: {round_s:.3f} s)")
     # A MILP round the greedy plan already settled solved no model: no time to report.
     took = "without a MILP" if r.note == WITHOUT_MODEL else f"in {r.solve_seconds:.3f} s"
     # The greedy solver's status is its name: said once (`solver greedy in 0.017 s`).
-    status = "" if r.status == r.solver else f": [bold]{escape(shown(r.status))}[/]"
-    console.print(
-        f"solver [bold]{escape(shown(r.solver))}[/]{status} {took}, "
+    status = "" if r.status == r.solver else f": {shown(r.status)}"
+    say(
+        console,
+        f"solver {shown(r.solver)}{status} {took}, "
         f"objective {r.objective:,.2f}, bound {bound}, gap {gap}",
-        highlight=False,
     )
     if r.note:
-        style = "yellow" if r.status == "fallback" else "dim"
-        console.print(Text(f"note: {shown(r.note)}", style=style))
+        say(console, f"note: {shown(r.note)}", "yellow" if r.status == "fallback" else "dim")
 
     console.print()
     print_table(
@@ -82,7 +81,9 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
         console,
         [
             Column("node", shorten=shorten_middle, stages=NAME),
-            *(Column(h, right=True) for h in heads),
+            # left out of a narrow console, in turn: waiting (Decisions counts it), the
+            # unallocated GPUs, the share of all
+            *(Column(h, right=True, drop=DROP.get(h, 0)) for h in heads),
         ],
         [
             [
@@ -120,8 +121,9 @@ def render_solve(console: Console, source: str, plan: Plan, summary: Summary, de
     )
 
 
-# A value (a worst team's budget path and its ratio) is cut in the middle on a narrow console.
-VALUE = ((1, 16),)
+# A metric's label is broken at spaces onto more lines on a narrow console, down to this
+# width; its value is never cut (`wait large (p50 / p90 / max)`: `0 s / 7 h 12 min / 7 h 12 min`).
+LABEL = ((1, 16),)
 
 
 def _pct(x: float | None) -> str:
@@ -194,10 +196,7 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
         ),
         (WALL_TIME, wall_time(m.get("wall_seconds"))),
     ]
-    columns = [
-        Column("metric"),
-        Column("value", right=True, shorten=shorten_middle_keep_tail, stages=VALUE),
-    ]
+    columns = [Column("metric", wrap=True, stages=LABEL), _value_column(m)]
     print_table(console, columns, [list(r) for r in rows], title=title)
     never_fit = (m.get("jobs") or {}).get("never_fit", 0)
     if never_fit:
@@ -211,6 +210,28 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
     if m.get("credit"):
         console.print(escape(str(m["credit"])), highlight=False)
     console.print(f"outputs in {escape(str(out))} (open report.html)", highlight=False)
+
+
+def _value_column(m: dict[str, Any]) -> Column:
+    """The summary's values: never cut, but for the budget path of a worst team, cut as a
+    path is (`c…/pretraining-of-very-large-models 12.34%`), its ratio and phrase whole, once
+    the labels are broken as far as they go."""
+    paths = {}  # a worst team's cell -> its path and what follows it
+    for hourly in (False, True):
+        worst = m.get("worst_team_hourly" if hourly else "worst_team") or {}
+        path = str(worst.get("budget") or "") if isinstance(worst, dict) else ""
+        cell = shown(_worst(m, hourly))
+        if path and cell.startswith(shown(path)):
+            paths[cell] = (shown(path), cell[len(shown(path)) :])
+
+    def shorten(text: str, width: int) -> str:
+        if text not in paths:
+            return text
+        path, rest = paths[text]
+        return shorten_path(path, max(1, width - len(rest))) + rest
+
+    least = max([0, *(len(rest) + min(len(path), 8) for path, rest in paths.values())])
+    return Column("value", right=True, shorten=shorten, stages=((2, least),))
 
 
 def _worst(m: dict[str, Any], hourly: bool = False) -> str:

@@ -50,8 +50,9 @@ def run_names(console: Console, c: Comparison) -> dict[str, str]:
     return {row[0]: shorten_middle_keep_tail(row[0], width) for row in visible(overall_rows(c)[1])}
 
 
-# Times waiting in their largest unit (`11 h 22 min` -> `11 h`), once paths are cut.
-WAIT = ((2, 4),)
+# Times waiting in their largest unit (`11 h 22 min` -> `11 h+`), once paths and run labels
+# are cut: text is cut before a number is written shorter.
+WAIT = ((4, 4),)
 
 # The least width of a budget path cut to fit (as `text_column`'s cells), beside a phrase.
 _PATH_LEAST = 8
@@ -81,11 +82,14 @@ def worst_team_column(cells: Mapping[str, tuple[str, str]]) -> Column:
     return Column(head, shorten=shorten, stages=((1, least),))
 
 
-def print_table(console: Console, columns: list[Column], rows: list[list[str]]) -> None:
+def print_table(
+    console: Console, columns: list[Column], rows: list[list[str]], legend: list[str]
+) -> None:
     """The table in the console's width, with a rule under the header and each team's name
     heading its rows (`alloc.cli.tables`): two spaces between columns where the rows fit so,
-    else one (as `alloc queue` and `alloc status`) before any text is cut."""
-    tables.print_table(console, columns, rows, rule=True, tight=1)
+    else one (as `alloc queue` and `alloc status`) before any text is cut; its legend broken
+    at spaces to the same width."""
+    tables.print_table(console, columns, rows, rule=True, tight=1, legend=legend)
 
 
 def overall_rows(
@@ -182,12 +186,18 @@ def team_rows(
 
 
 def _waits(text: str, width: int) -> str:
-    """`4 h 38 min / 10 h 17 min` in `width`: each time in its largest unit (`5 h / 10 h`)."""
+    """`4 h 38 min / 10 h 17 min` in `width`: the longer time in its largest unit first, then
+    the other (`4 h 38 min / 10 h+`, then `4 h+ / 10 h+`), only as far as it must."""
     p50, sep, p90 = text.partition(" / ")
     if not sep:
         return text
-    short = [shorten_duration(t.strip(), width) for t in (p50, p90)]
-    return f"{short[0]:>4} / {short[1]:>4}"
+    times = [p50.strip(), p90.strip()]
+    for i in sorted((0, 1), key=lambda i: -len(times[i])):
+        if len(" / ".join(times)) <= width:
+            break
+        times[i] = shorten_duration(times[i], width)
+    pad = next((p for p in (6, 5, 4) if len(f"{times[0]:>{p}} / {times[1]:>{p}}") <= width), 0)
+    return f"{times[0]:>{pad}} / {times[1]:>{pad}}" if pad else " / ".join(times)
 
 
 def _run_or_team(labels: set[str]) -> Callable[[str, int], str]:
@@ -225,16 +235,14 @@ def print_comparison(
     runs of an earlier comparison in the folder (`stale`), the credit, the folder."""
     console.print(Text("What if: one row per run", style="bold"), soft_wrap=True)
     names = run_names(console, c)
-    print_table(console, *overall_rows(c, names))
-    console.print(
-        "d/o: delivered / owed over the window; waits: of allocated work, to first start",
-        highlight=False,
-        markup=False,
+    print_table(
+        console,
+        *overall_rows(c, names),
+        legend=["d/o: delivered / owed over the window; waits: of allocated work, to first start"],
     )
     if teams:
         console.print()
         console.print(Text("What if: per team and run", style="bold"), soft_wrap=True)
-        print_table(console, *team_rows(c, names))
         if c.single_baseline:
             against = c.labels[0]
         else:
@@ -246,8 +254,7 @@ def print_comparison(
             "delivered, owed: GPU-hours; wait p50 / p90: of the team's allocated work",
             f"Δ d/o: percentage points against {against}",
         ]
-        for line in legend:
-            console.print(shown(line), highlight=False, markup=False)
+        print_table(console, *team_rows(c, names), legend=legend)
     for i, label in enumerate(c.labels):
         if c.partial(i):
             console.print(

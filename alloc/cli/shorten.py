@@ -1,7 +1,7 @@
 """How a cell is written shorter to fit a column (alloc.cli.columns): with an ellipsis at its
-end (reasons, types), in its middle (ids, run labels), a duration in its largest unit, a
-budget path by its nodes' initials, and the ratios along a budget path by levels left out,
-never a ratio without its node's name. Each takes the text and the width, and returns the
+end (reasons, types), in its middle (ids, run labels), a duration in its largest unit
+(`3 h+`), a budget path by its nodes' initials, and the ratios along a budget path by levels
+left out, never a ratio without its node's name. Each takes the text and the width, and returns the
 text within it; numbers are never given to them."""
 
 from __future__ import annotations
@@ -36,13 +36,14 @@ def shorten_middle_keep_tail(text: str, width: int) -> str:
     return _middle(text, width, (width - 1) // 2)
 
 
-_UNITS = {"s": 1, "min": 60, "h": 60, "d": 24}  # each unit in the one below it
+_UNITS = ("s", "min", "h", "d")
 
 
 def shorten_duration(text: str, width: int) -> str:
-    """A duration as `alloc.readable.duration` writes it, in its largest unit only, rounded
-    half up (`13 h 2 min` -> `13 h`, `1 d 19 h` -> `2 d`, `9 h 30 min` -> `10 h`); other
-    text as it is."""
+    """A duration as `alloc.readable.duration` writes it, in its largest unit only, never
+    more than it is: the units below left out, and a `+` saying there was more (`13 h 2 min`
+    -> `13 h+`, `3 h 32 min` -> `3 h+`, `1 d 19 h` -> `1 d+`; rounded up, `4 h` would read
+    longer than the 3 h 32 min waited). Other text as it is."""
     parts = text.split()
     if len(parts) != 4 or parts[1] not in _UNITS or parts[3] not in _UNITS:
         return text
@@ -50,8 +51,7 @@ def shorten_duration(text: str, width: int) -> str:
         big, small = int(parts[0].replace(",", "")), int(parts[2])
     except ValueError:
         return text
-    rounded = big + (2 * small >= _UNITS[parts[1]])
-    return f"{rounded:,} {parts[1]}"
+    return f"{big:,} {parts[1]}" + ("+" if small else "")
 
 
 def _initial(node: str) -> str:

@@ -8,6 +8,7 @@ file. Cells are plain text (no markup); every number in them is written by `allo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Literal
 
@@ -17,7 +18,7 @@ from rich.text import Text
 from alloc.cli.columns import Column, fit, format_row, notes, visible, wrap
 from alloc.printable import shown
 
-__all__ = ["print_table"]
+__all__ = ["print_table", "prose_width", "say"]
 
 
 def print_table(
@@ -34,21 +35,19 @@ def print_table(
     """`title` (bold), the header (bold; with `rule` a dim rule under it), one line per row (a
     row of one cell is a group heading, bold), then each line of `legend` as prose, and what
     the codes written shorter stand for. `tight`: the spaces between columns when the table
-    is narrowed to the width. `width`: the console's, or the one given, to which the title
-    and the legend are broken at spaces too (None: nothing shortened or broken). Names in
-    cells, title and legend are shown escaped (`alloc.printable.shown`)."""
+    is narrowed to the width. `width`: the console's (COLUMNS, a terminal's, else 80 in a
+    pipe), or the one given (None: nothing shortened or broken). The title, the legend and
+    the notes are the table's: broken at spaces to the width it is fitted to, in a pipe too
+    (`wrap`). Names in cells, title and legend are shown escaped (`alloc.printable.shown`)."""
     rows = visible(rows)
     title = None if title is None else shown(title)
     legend = [shown(text) for text in legend]
-    given = width != "console"  # else the console breaks prose, where it is a terminal
     fitted = width if isinstance(width, int) or width is None else console.width
     layout = fit(columns, rows, fitted, tight)
     legend = [*legend, *notes(columns, layout, rows)]
-    if given:
-        title = None if title is None else "\n".join(wrap(title, fitted))
-        legend = [line for text in legend for line in wrap(text, fitted)]
+    legend = [line for text in legend for line in wrap(text, fitted)]
     if title is not None:
-        console.print(Text(title, style="bold"), soft_wrap=True if given else None)
+        console.print(Text("\n".join(wrap(title, fitted)), style="bold"), soft_wrap=True)
     console.print(
         Text(format_row(columns, layout, [c.head for c in columns]), style="bold"), soft_wrap=True
     )
@@ -60,4 +59,20 @@ def print_table(
         style = "bold" if len(row) == 1 and len(columns) > 1 else ""
         console.print(Text(format_row(columns, layout, row), style=style), soft_wrap=True)
     for line in legend:
-        console.print(line, markup=False, highlight=False, soft_wrap=True if given else None)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def prose_width(console: Console) -> int | None:
+    """The width a command's prose (a line that is no table's) is broken to: COLUMNS, else
+    a terminal's; None in a pipe or a log file without COLUMNS, where a line is whole (a log
+    line is one line)."""
+    columns = os.environ.get("COLUMNS", "")
+    if (columns.isdigit() and int(columns) > 0) or console.is_terminal:
+        return console.width
+    return None
+
+
+def say(console: Console, text: str, style: str = "") -> None:
+    """A line of prose, plain text, broken at spaces to `prose_width` (`wrap`)."""
+    for line in wrap(text, prose_width(console)):
+        console.print(Text(line, style=style), soft_wrap=True)
