@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import NOW, solve_checked
 from test_hostile_names import alloc, dumped
 from test_kubernetes_read import pod, read
 from test_slurm_read import job, node
 
 from alloc.adapters.slurm.commands import SlurmCommands
-from alloc.controller import StateStore
 from alloc.domain import BudgetNode, BudgetTree, Workload, WorkloadId
 from alloc.policy.contract import unfunded_because
 
@@ -38,8 +38,7 @@ def live_config(tmp_path, monkeypatch):
     slurm = {"accounts": {"nlp": "nlp"}}
     state = f"sqlite:///{tmp_path / 's.db'}"
     config.write_text(dumped({"name": "c", "budgets": BUDGETS, "slurm": slurm, "state": state}))
-    StateStore(state).close()  # as the controller's first run leaves it: read-only commands
-    return config  # on a state never written say so (tests/test_live_errors.py)
+    return config  # no state yet: the controller has not run (its ledger is taken as empty)
 
 
 def test_live_explain_says_which_account_is_unmapped(tmp_path, monkeypatch):
@@ -53,7 +52,7 @@ def test_live_explain_says_which_account_is_unmapped(tmp_path, monkeypatch):
     assert head.startswith("2: ") and "(unfunded)" in head
     assert UNMAPPED in head and "names no budget" not in why.stdout
     assert f"unfunded: {UNMAPPED}; never protected, never charged" in why.stdout
-    assert "note:" not in why.stderr  # the headline says what the note would
+    assert "note: 2:" not in why.stderr  # the headline says what the note would
 
 
 def test_status_and_queue_still_note_the_unmapped_account(tmp_path, monkeypatch):
@@ -92,3 +91,21 @@ def test_a_job_naming_no_budget_is_said_so_and_what_it_named_otherwise():
     w = Workload(id=WorkloadId("w"), budget=None, gpus=1, min_runtime_s=0, submitted=NOW)
     assert unfunded_because(tree, w) == "it names no budget"
     assert unfunded_because(tree, w, UNMAPPED) == UNMAPPED
+
+
+@pytest.mark.parametrize("command", ["status", "queue", "explain"])
+def test_a_real_cluster_is_read_before_the_controller_first_ran_creating_nothing(
+    tmp_path, monkeypatch, command
+):
+    """Tutorial 6 looks at the queue before starting the controller: on a Slurm or
+    Kubernetes config whose SQLite state is not written yet, the read-only commands read
+    the cluster with an empty ledger, say so, and create no state (a simulated cluster's
+    config is refused instead: tests/test_live_errors.py)."""
+    config = live_config(tmp_path, monkeypatch)
+    args = [command, "--config", config, *(["2"] if command == "explain" else [])]
+    result = alloc(*args, "--solver", "greedy")
+    assert result.exit_code == 0, result.output
+    assert f"note: no state at {tmp_path / 's.db'} yet (the controller has not run)" in (
+        " ".join(result.stderr.split())
+    )
+    assert not (tmp_path / "s.db").exists()

@@ -131,13 +131,22 @@ def read_live(config: Path) -> Live:
     workloads its ledger has not seen yet."""
     from alloc.controller.budgets import GovernanceError
     from alloc.controller.build import executor_for, live_snapshot, unseen_runs
-    from alloc.controller.opening import open_state, reaching
+    from alloc.controller.opening import open_state, reaching, unwritten
     from alloc.io import InputError
     from alloc.io.controller_config import load_controller_config
 
     settings = load_controller_config(config)
     executor = executor_for(settings, existing=True)  # read-only: nothing is created
     store = open_state(settings, existing=True)
+    fresh = unwritten(settings)
+    if fresh is not None:  # a real cluster before the controller's first round
+        err.print(
+            f"note: no state at {fresh} yet (the controller has not run): the window's usage "
+            "is taken as none",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     try:
         with reaching(settings):
             snapshot = live_snapshot(executor, store, settings.budgets)

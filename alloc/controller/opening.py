@@ -4,9 +4,12 @@ cluster, each said in one line when it cannot be used (README, exit codes).
 
 - An SQLite state in a folder that does not exist, or a state URL that names no database
   alloc can open, is bad input (InputError, exit 2), as `-o` into a missing folder is.
-- A read-only command (`existing`) on an SQLite state file or a simulated cluster file that
-  does not exist says that the controller has not run (exit 2), and creates neither: an
-  empty state would read as an empty queue.
+- A read-only command (`existing`) on a simulated cluster's config whose SQLite state file or
+  cluster file does not exist says that the controller has not run (exit 2), and creates
+  neither: an empty state would read as an empty queue. On a real cluster's (Slurm,
+  Kubernetes) it reads the cluster with an empty ledger (`unwritten`: the controller has not
+  run, so nothing was charged yet), in memory: its queue is worth seeing before the first
+  round, and nothing is created.
 - A database server or a cluster that cannot be reached is neither bad input nor an internal
   error: Unreachable (exit 1), one line, with the URL's password never shown."""
 
@@ -24,7 +27,7 @@ from alloc.controller.state import StateStore
 from alloc.io.controller_config import ControllerSettings
 from alloc.io.errors import InputError, Unreachable
 
-__all__ = ["check_cluster", "check_state", "open_state", "reaching", "sqlite_file"]
+__all__ = ["check_cluster", "check_state", "open_state", "reaching", "sqlite_file", "unwritten"]
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -50,6 +53,8 @@ def open_state(settings: ControllerSettings, existing: bool = False) -> StateSto
     check_state(settings, existing)
     config, url = settings.file, settings.state_url
     file = sqlite_file(url)
+    if existing and unwritten(settings) is not None:
+        return StateStore("sqlite://")  # a real cluster's before its first round: in memory
     try:
         return StateStore(url)
     except OperationalError as exc:
@@ -74,8 +79,18 @@ def check_state(settings: ControllerSettings, existing: bool = False) -> None:
             f"cannot open {file}: the folder {file.parent} does not exist"
             + (f": {_ran(config)}" if existing else " (create it first)"),
         )
-    if existing and not file.exists():
+    if existing and not file.exists() and settings.executor == "sim":
         raise InputError(config, "state", f"no state at {file}: {_ran(config)}")
+
+
+def unwritten(settings: ControllerSettings) -> Path | None:
+    """The SQLite state file of a real cluster's config (Slurm, Kubernetes) that the
+    controller has not written yet, else None: read-only commands read such a cluster with
+    an empty ledger, and say so."""
+    file = sqlite_file(settings.state_url)
+    if file is None or settings.executor == "sim" or file.exists():
+        return None
+    return file
 
 
 def check_cluster(settings: ControllerSettings) -> None:
