@@ -173,7 +173,7 @@ def _check_kind(source: Path, path: Path) -> None:
     it looks made for: a Philly trace)."""
     from alloc.traces.sniff import looks_like, not_a
 
-    if source.is_dir() and not path.is_file():
+    if source.is_dir() and not path.exists():  # a folder of that name: said below
         raise not_a(
             "itp",
             source,

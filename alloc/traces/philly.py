@@ -154,7 +154,7 @@ def _paths(source: Path) -> tuple[Path, Path]:
     if not source.is_dir() and not source.exists():
         raise InputError(str(source), "", "no such file or folder")
     jobs, nodes = raw_files(source)
-    if source.is_dir() and not jobs.is_file():
+    if source.is_dir() and not jobs.exists():  # a folder of that name: said below
         raise not_a(
             "philly",
             source,
