@@ -107,7 +107,7 @@ FIELD_ERRORS = [
     pytest.param(
         text_of(instance(budgets=TREE, workloads=[workload("w", 1, budget="nlp")])),
         "workloads[0].budget",
-        ["not a leaf", "nlp/olmo"],
+        ["'nlp' is not a leaf", "work is charged to a leaf, such as nlp/olmo, nlp/tulu"],
         id="a workload charged to an internal budget node is pointed to its leaves",
     ),
     pytest.param(
@@ -554,7 +554,7 @@ def test_the_cli_prints_user_text_in_an_error_as_written(tmp_path, budget):
 
 def test_the_roots_name_as_a_budget_says_the_root_is_no_budget_not_that_it_is_unknown(tmp_path):
     # `budget: lab` (the root's name) was `unknown budget node 'lab'`: it exists, and is no
-    # budget to charge.
+    # budget to charge. The hint names leaves: `nlp`, a child of the root, is refused too.
     path = tmp_path / FILE
     path.write_text(text_of(instance(budgets=TREE, workloads=[workload("w", 1, budget="lab")])))
     out = tmp_path / "out.json"
@@ -563,7 +563,8 @@ def test_the_roots_name_as_a_budget_says_the_root_is_no_budget_not_that_it_is_un
         result,
         out,
         "workloads[0].budget: 'lab' is the root of the budget tree, the whole cluster, and "
-        "cannot be a budget: work is charged to a node below it (nlp, robotics)",
+        "cannot be a budget: work is charged to a leaf below it, such as nlp/olmo, nlp/tulu, "
+        "robotics",
     )
     assert "unknown" not in result.stderr
 

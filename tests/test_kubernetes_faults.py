@@ -251,9 +251,7 @@ def test_garbage_on_every_attempt_fails_the_round_and_the_next_one_carries_on(
     proxy.inject("GET", PODS, "garbage", times=ATTEMPTS)
 
     failed = controller.round_once()
-    assert failed.error.startswith(
-        f"KubeError: list pods in {kube.namespace}: an answer that is not JSON"
-    )
+    assert failed.error.startswith(f"list pods in {kube.namespace}: an answer that is not JSON")
     assert [(f.kind, f.command) for f in failed.faults] == [
         (FaultKind.UNPARSABLE, "list pods")
     ] * ATTEMPTS

@@ -75,7 +75,10 @@ def test_an_sqlite_state_in_a_folder_that_does_not_exist_is_bad_input(tmp_path, 
     assert result.exit_code == 2, result.output
     line = " ".join(result.stderr.split())
     assert line.startswith(f"error: {config}: state: cannot open /nonexist/dir/state.db: ")
-    assert "the folder /nonexist/dir does not exist" in line
+    # Every command says the same: no run could have made the folder, so not "has the
+    # controller run?" (that is for a missing file in a folder that is there).
+    assert line.endswith("the folder /nonexist/dir does not exist (create it first)")
+    assert "has the controller run" not in line
     assert "internal error" not in line
     assert written(tmp_path) == []  # not even the simulated cluster's file
 
@@ -169,6 +172,42 @@ def test_a_state_database_that_does_not_answer_is_said_in_one_line_with_exit_1(t
     assert written(tmp_path) == before
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (
+            "postgresql://nobody:sekrit@127.0.0.1:1/x",
+            "the PostgreSQL driver is not installed: pip install 'alloc[postgres]'",
+        ),
+        (
+            "postgresql+psycopg://nobody:sekrit@127.0.0.1:1/x",
+            "the PostgreSQL driver is not installed: pip install 'alloc[postgres]'",
+        ),
+        (
+            "postgresql+psycopg2://nobody:sekrit@127.0.0.1:1/x",
+            "the PostgreSQL driver psycopg2 is not installed: pip install psycopg2, or use a "
+            "postgresql+psycopg:// URL and pip install 'alloc[postgres]'",
+        ),
+    ],
+    ids=["postgresql", "psycopg", "psycopg2"],
+)
+def test_a_postgresql_state_without_its_driver_says_what_to_install(
+    tmp_path, monkeypatch, url, said
+):
+    """Not `No module named 'psycopg'`: the extra that installs it (pyproject.toml)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` fails
+    monkeypatch.setitem(sys.modules, "psycopg2", None)
+    config = configured(tmp_path, url)
+    result = alloc("controller", "run", "--config", config, "--rounds", "1")
+    assert result.exit_code == 2, result.output
+    shown = url.replace("sekrit", "***")
+    assert " ".join(result.stderr.split()) == (
+        f"error: {config}: state: cannot open {shown}: {said}"
+    )
+
+
 def _unreachable(monkeypatch, error: Exception) -> None:
     """The config's cluster answers nothing: every read of it fails with `error`."""
     import alloc.controller.build as build
@@ -219,8 +258,12 @@ def test_a_run_of_n_rounds_in_which_rounds_failed_exits_1_saying_how_many(tmp_pa
     result = alloc("controller", "run", "--config", config, "--rounds", "2")
     assert result.exit_code == 1, result.output
     lines = result.stderr.splitlines()
-    assert "round failed: SlurmError: sinfo --json: no answer within 10 s" in lines
-    assert lines[-1] == "2 of the 2 rounds failed (--rounds 2)"
+    # One line per failed round: a log warning printed each a second time, with the error's
+    # class name (`round failed: SlurmError: sinfo --json: ...`) in one of the two.
+    failed = [line for line in lines if "failed" in line]
+    assert failed == ["round failed: sinfo --json: no answer within 10 s"] * 2 + [
+        "2 of the 2 rounds failed (--rounds 2)"
+    ]
 
 
 def test_the_ledger_says_runs_that_ended_since_the_last_round_are_open_until_the_next(tmp_path):

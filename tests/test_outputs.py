@@ -182,3 +182,35 @@ def test_a_run_into_a_folder_of_the_other_kind_of_run_names_what_it_leaves(files
     )
     # a folder of one kind of run only: no note
     assert "note:" not in run(*whatif, "--out", tmp_path / "fresh").stderr
+
+
+def test_a_simulate_into_a_synthetic_whatifs_folder_names_its_trace_csv_too(files, tmp_path):
+    # The note named whatif's comparison and runs but not the trace.csv that `whatif
+    # --synthetic` wrote beside them; a trace.csv its runs read without whatif writing it
+    # (the user's own, given with --trace) is named with a doubt; one that this run reads
+    # is not named at all.
+    out = tmp_path / "rep"
+    whatif = ["whatif", files["lab"], "--days", "0.05", "--policies", "greedy", "--out", out]
+    assert run(*whatif, "--synthetic").exit_code == 0
+    assert (out / "trace.csv").is_file()
+    sim = ["simulate", files["lab"], "--days", "0.05", "--out", out]
+    said = " ".join(run(*sim, "--trace", files["trace"]).stderr.split())
+    assert (
+        f"note: {out} also holds {', '.join(COMPARISON_FILES)}, base-greedy/, trace.csv, left "
+        "from an earlier `alloc whatif` run: not this run's, left as they are" in said
+    )
+    assert "only if" not in said
+
+    own = tmp_path / "own"  # the user's trace.csv in the folder, read by whatif's runs
+    own.mkdir()
+    (own / "trace.csv").write_text(files["trace"].read_text())
+    whatif = ["whatif", files["lab"], "--days", "0.05", "--policies", "greedy", "--out", own]
+    assert run(*whatif, "--trace", own / "trace.csv").exit_code == 0
+    sim = ["simulate", files["lab"], "--days", "0.05", "--out", own]
+    said = " ".join(run(*sim, "--trace", files["trace"]).stderr.split())
+    assert (
+        "base-greedy/, trace.csv, left from an earlier `alloc whatif` run: not this run's, "
+        "left as they are (trace.csv is that run's only if it ran with --synthetic)" in said
+    )
+    said = " ".join(run(*sim, "--trace", own / "trace.csv").stderr.split())
+    assert "base-greedy/, left from an earlier `alloc whatif` run" in said  # its own input

@@ -361,11 +361,16 @@ TREE = BudgetTree(
     ("row", "expected"),
     [
         pytest.param("w2,vision,1,0,60,0,true,0,", ":3: budget: unknown budget", id="unknown"),
-        pytest.param("w2,nlp,1,0,60,0,true,0,", ":3: budget: 'nlp' is not a leaf", id="not leaf"),
+        pytest.param(
+            "w2,nlp,1,0,60,0,true,0,",
+            ":3: budget: 'nlp' is not a leaf of the budget tree; work is charged to a leaf, "
+            "such as nlp/olmo",
+            id="not leaf",
+        ),
         pytest.param(
             "w2,root,1,0,60,0,true,0,",
             ":3: budget: 'root' is the root of the budget tree, the whole cluster, and cannot be "
-            "a budget: work is charged to a node below it (nlp)",
+            "a budget: work is charged to a leaf below it, such as nlp/olmo",
             id="the root",
         ),
         pytest.param("w2,nlp/olmo,1,0,60,0,true", ":3: priority: the row has too few", id="few"),
@@ -387,6 +392,48 @@ def test_trace_csv_errors_name_file_line_and_field(tmp_path, row, expected):
         read_trace(path, budgets=TREE, max_min_runtime_s=8 * H)
     assert str(error.value).startswith(str(path) + ":3: ")
     assert expected in str(error.value)
+
+
+WIDE = BudgetTree(
+    BudgetNode(
+        "lab",
+        1.0,
+        (),
+        (
+            BudgetNode("nlp", 0.6, (), tuple(BudgetNode(n, 0.25) for n in ("a", "b", "c", "d"))),
+            BudgetNode("vision", 0.4),
+        ),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("budget", "expected"),
+    [
+        pytest.param(
+            "lab",
+            "'lab' is the root of the budget tree, the whole cluster, and cannot be a budget: "
+            "work is charged to a leaf below it, such as nlp/a, nlp/b, nlp/c, …",
+            id="the root",
+        ),
+        pytest.param(
+            "nlp",
+            "'nlp' is not a leaf of the budget tree; work is charged to a leaf, such as "
+            "nlp/a, nlp/b, nlp/c, …",
+            id="not leaf",
+        ),
+    ],
+)
+def test_a_trace_row_charged_above_the_leaves_is_pointed_to_a_few_leaves(
+    tmp_path, budget, expected
+):
+    """`budget: lab` was pointed to `nlp`, the root's child, which is refused too (not a
+    leaf): the hint names leaves, the first three and `…` after them."""
+    path = tmp_path / "trace.csv"
+    path.write_text(HEADER + f"w1,{budget},1,0,60,15m,true,0,\n")
+    with pytest.raises(InputError) as error:
+        read_trace(path, budgets=WIDE, max_min_runtime_s=8 * H)
+    assert str(error.value) == f"{path}:2: budget: {expected}"
 
 
 def test_trace_csv_keeps_every_second():

@@ -267,16 +267,17 @@ def say_replaced(folder: Path, names: Iterable[str]) -> None:
         err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def say_left(folder: Path, names: Iterable[str], other: str) -> None:
+def say_left(folder: Path, names: Iterable[str], other: str, doubt: str = "") -> None:
     """Before a run writes into `folder`: the files there of the other kind of run (a report
     of `alloc simulate` where `alloc whatif` writes a comparison, or the reverse), which it
-    leaves as they are, named so that they are not taken for this run's."""
+    leaves as they are, named so that they are not taken for this run's; `doubt` says which
+    of them may not be that run's (`trace.csv is its only if ...`)."""
     there = [folder / n for n in names if (folder / n).exists()]
     if there:
         shown = ", ".join(p.name + ("/" if p.is_dir() else "") for p in there)
         err.print(
             f"note: {folder} also holds {shown}, left from an earlier {other} run: not this "
-            "run's, left as they are",
+            "run's, left as they are" + (f" ({doubt})" if doubt else ""),
             markup=False,
             highlight=False,
             soft_wrap=True,

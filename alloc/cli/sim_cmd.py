@@ -100,7 +100,8 @@ def simulate(
         chosen = check_policy(policy) if policy is not None else base.policy
         spec = replace(base, policy=chosen, out=str(out), label=chosen)
         say_replaced(out, RUN_FILES)
-        say_left(out, _comparison_files(out), "`alloc whatif`")
+        left, doubt = _comparison_files(out, trace)
+        say_left(out, left, "`alloc whatif`", doubt)
         display = ProgressDisplay([(chosen, days * 86400.0)], interval)
         try:
             with StopOnSigint(display.stop_requested) as stop, display:
@@ -117,11 +118,42 @@ def simulate(
     guarded(act)
 
 
-def _comparison_files(out: Path) -> list[str]:
-    """What an `alloc whatif` left in `out`: its comparison and its runs' folders."""
+def _comparison_files(out: Path, trace: Path | None = None) -> tuple[list[str], str]:
+    """What an `alloc whatif` left in `out`: its comparison, its runs' folders and the
+    trace.csv it wrote with --synthetic (its runs' metrics.json say so). A trace.csv that its
+    runs read without that mark (a whatif of an earlier version, or the user's own trace given
+    with --trace) is named with a doubt, the second value; one that this run reads (`trace`)
+    is not named."""
+    import json
+
     from alloc.report.compare import COMPARISON_FILES
 
     if not out.is_dir():
-        return []
+        return [], ""
     runs = sorted(p.name for p in out.iterdir() if (p / "metrics.json").is_file())
-    return [*COMPARISON_FILES, *runs]
+    left = [*COMPARISON_FILES, *runs]
+    written = out / "trace.csv"
+    if not runs or not written.is_file() or (trace is not None and _same(trace, written)):
+        return left, ""
+    marks = []
+    for name in runs:
+        try:
+            metrics = json.loads((out / name / "metrics.json").read_text())
+        except (OSError, ValueError):
+            continue
+        read = metrics.get("trace") if isinstance(metrics, dict) else None
+        if isinstance(read, str) and Path(read).name == "trace.csv":
+            # the mark: whatif wrote it into its --out, the parent of this run's folder
+            marks.append(metrics.get("trace_from") == "synthetic")
+    if any(marks):
+        return [*left, "trace.csv"], ""
+    if marks:  # its runs read a trace.csv, perhaps this one: which may be the user's own
+        return [*left, "trace.csv"], "trace.csv is that run's only if it ran with --synthetic"
+    return left, ""
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False

@@ -251,5 +251,10 @@ def _specs(
     if trace_text is not None:
         trace_path = out / "trace.csv"
         write_atomically(trace_path, trace_text)
-        specs = [replace(s, trace=str(trace_path)) for s in specs]
+        # Marked in each run's metrics.json: `alloc simulate` into this folder then names
+        # trace.csv among what whatif left (not a user's own trace.csv that a run read).
+        specs = [
+            replace(s, trace=str(trace_path), extra={**s.extra, "trace_from": "synthetic"})
+            for s in specs
+        ]
     return specs, len(names), base.credit

@@ -49,7 +49,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from alloc.adapters.base import ApplyReport, Executor, ExecutorFault, Fenced, Guarded
+from alloc.adapters.base import (
+    ApplyReport,
+    ClusterError,
+    Executor,
+    ExecutorFault,
+    Fenced,
+    Guarded,
+)
 from alloc.controller.build import controller_view
 from alloc.controller.faults import record_faults
 from alloc.controller.lease import Lease
@@ -81,8 +88,8 @@ class RoundOutcome:
     def line(self) -> str:
         """This round in one line, on either clock (a dry run prefixes the simulated time):
         `round 3: full round, 2 started, 0 preempted, 0 failed; optimal; 0.24 s`, then the
-        failed calls to the cluster if any; `round failed: SlurmError: ...` for a round that
-        failed."""
+        failed calls to the cluster if any; `round failed: sinfo --json: ...; 6 failed calls
+        to the cluster` for a round that failed."""
         faults = f"; {len(self.faults):,} failed calls to the cluster" if self.faults else ""
         if self.error:
             return f"round failed: {self.error}{faults}"
@@ -99,6 +106,14 @@ class RoundOutcome:
         """The round failed, an action failed or a call had to be tried again: the next
         round is a full one, after a backoff."""
         return bool(self.error or self.failed or self.faults)
+
+
+def _failure(exc: Exception) -> str:
+    """Why a round failed: a cluster's error as it says itself (`sinfo --json: no answer
+    within 10 s`, naming its command); anything else with its class (`NotLeader: ...`)."""
+    if isinstance(exc, ClusterError) and str(exc):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -126,8 +141,10 @@ class Controller:
         try:
             outcome = self._round(event)
         except Exception as exc:  # noqa: BLE001 - any executor failure ends only this round
-            log.warning("round failed: %s", exc)
-            outcome = RoundOutcome(self.clock.now(), error=f"{type(exc).__name__}: {exc}")
+            # Said once, by the round's line (on_round); a warning too printed it twice. The
+            # traceback is kept for a debug log.
+            log.debug("round failed", exc_info=True)
+            outcome = RoundOutcome(self.clock.now(), error=_failure(exc))
         outcome.seconds = time.perf_counter() - began
         outcome.faults = self._faults(outcome)
         self.history.append(outcome)

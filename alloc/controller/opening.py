@@ -4,12 +4,14 @@ cluster, each said in one line when it cannot be used (README, exit codes).
 
 - An SQLite state in a folder that does not exist, or a state URL that names no database
   alloc can open, is bad input (InputError, exit 2), as `-o` into a missing folder is.
+- A missing folder is said the same way by every command (create it first).
 - A read-only command (`existing`) on a simulated cluster's config whose SQLite state file or
-  cluster file does not exist says that the controller has not run (exit 2), and creates
-  neither: an empty state would read as an empty queue. On a real cluster's (Slurm,
-  Kubernetes) it reads the cluster with an empty ledger (`unwritten`: the controller has not
-  run, so nothing was charged yet), in memory: its queue is worth seeing before the first
-  round, and nothing is created.
+  cluster file does not exist in a folder that does says that the controller has not run
+  (exit 2), and creates neither: an empty state would read as an empty queue. On a real
+  cluster's (Slurm, Kubernetes) it reads the cluster with an empty ledger (`unwritten`: the
+  controller has not run, so nothing was charged yet), in memory: its queue is worth seeing
+  before the first round, and nothing is created.
+- A state URL whose driver is not installed says what to install (`alloc[postgres]`).
 - A database server or a cluster that cannot be reached is neither bad input nor an internal
   error: Unreachable (exit 1), one line, with the URL's password never shown."""
 
@@ -61,9 +63,26 @@ def open_state(settings: ControllerSettings, existing: bool = False) -> StateSto
         if file is None:  # a server: not the config's fault
             raise _unreachable_state(settings, exc) from None
         raise InputError(config, "state", f"cannot open {file}: {_one_line(exc)}") from None
+    except ImportError as exc:  # the URL's driver is not installed
+        message = f"cannot open {hidden(url)}: {_no_driver(url, exc)}"
+        raise InputError(config, "state", message) from None
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy: a bad URL, an unknown driver
         message = f"cannot open {hidden(url)}: {_one_line(exc)}"
         raise InputError(config, "state", message) from None
+
+
+def _no_driver(url: str, exc: ImportError) -> str:
+    """What to install for a URL whose driver is missing: the `postgres` extra
+    (pyproject.toml) for psycopg, the default driver of `postgresql://`."""
+    module = (exc.name or "").split(".")[0]
+    if module == "psycopg":
+        return "the PostgreSQL driver is not installed: pip install 'alloc[postgres]'"
+    if module.startswith("psycopg"):  # psycopg2, named by the URL: not what the extra installs
+        return (
+            f"the PostgreSQL driver {module} is not installed: pip install {module}, or use "
+            "a postgresql+psycopg:// URL and pip install 'alloc[postgres]'"
+        )
+    return f"its driver is not installed (no module named {module or exc})"
 
 
 def check_state(settings: ControllerSettings, existing: bool = False) -> None:
@@ -72,13 +91,9 @@ def check_state(settings: ControllerSettings, existing: bool = False) -> None:
     config, file = settings.file, sqlite_file(settings.state_url)
     if file is None:
         return
-    if not file.parent.is_dir():
-        raise InputError(
-            config,
-            "state",
-            f"cannot open {file}: the folder {file.parent} does not exist"
-            + (f": {_ran(config)}" if existing else " (create it first)"),
-        )
+    if not file.parent.is_dir():  # the same for every command: no run could have made it
+        message = f"cannot open {file}: the folder {file.parent} does not exist (create it first)"
+        raise InputError(config, "state", message)
     if existing and not file.exists() and settings.executor == "sim":
         raise InputError(config, "state", f"no state at {file}: {_ran(config)}")
 

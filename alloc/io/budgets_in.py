@@ -63,23 +63,36 @@ def budget_tree(raw: BudgetIn, report: Reporter) -> BudgetTree:
     return BudgetTree(node(raw, ("budgets",), ONE))
 
 
-def unknown_path(path: str, tree: BudgetTree) -> str:
+def unknown_path(path: str, tree: BudgetTree, leaf: bool = False) -> str:
+    """`leaf`: where work is charged, which must name a leaf (instances and traces)."""
     if path.strip("/") == tree.root.name:
-        return root_named(path, tree)
+        return root_named(path, tree, leaf)
     options = [p for p in tree.paths() if p]
     close = difflib.get_close_matches(path, options, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown budget node {path!r}{hint}"
 
 
-def root_named(path: str, tree: BudgetTree) -> str:
+def root_named(path: str, tree: BudgetTree, leaf: bool = False) -> str:
     """Why the root's name is no budget to charge: the root is the whole cluster, and its
-    name is no path (paths start below it: `nlp/olmo`)."""
-    below = ", ".join(tree.children(BudgetPath("")))
+    name is no path (paths start below it: `nlp/olmo`). With `leaf` (work, which is charged
+    to a leaf) a few leaves are named, not the root's children, which may not be leaves."""
+    if leaf:
+        below = f"a leaf below it, such as {leaves_below(BudgetPath(''), tree)}"
+    else:
+        below = f"a node below it ({', '.join(tree.children(BudgetPath('')))})"
     return (
         f"{path!r} is the root of the budget tree, the whole cluster, and cannot be a budget: "
-        f"work is charged to a node below it ({below})"
+        f"work is charged to {below}"
     )
+
+
+def leaves_below(path: BudgetPath, tree: BudgetTree, shown: int = 3) -> str:
+    """The first leaves under `path`, in the tree's order, `…` after `shown` of them:
+    `nlp/olmo, nlp/tulu, vision`."""
+    prefix = f"{path}/" if path else ""
+    leaves = [leaf for leaf in tree.leaves() if leaf.startswith(prefix)]
+    return ", ".join(leaves[:shown]) + (", …" if len(leaves) > shown else "")
 
 
 def usage_from(

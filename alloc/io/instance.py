@@ -26,7 +26,13 @@ from alloc.domain import (
     Workload,
     WorkloadId,
 )
-from alloc.io.budgets_in import budget_tree, policy_from, unknown_path, usage_from
+from alloc.io.budgets_in import (
+    budget_tree,
+    leaves_below,
+    policy_from,
+    unknown_path,
+    usage_from,
+)
 from alloc.io.cluster_in import cluster_from
 from alloc.io.durations import format_duration, format_time
 from alloc.io.reporter import Reporter, first_error, read_text
@@ -100,13 +106,12 @@ def _workload(
     if w.budget is not None and w.budget.strip("/"):
         budget = BudgetPath(w.budget.strip("/"))
         if budget not in tree:
-            raise report.error((*loc, "budget"), unknown_path(w.budget, tree))
-        if not tree.node(budget).is_leaf:
-            leaves = ", ".join(tree.children(budget))
+            raise report.error((*loc, "budget"), unknown_path(w.budget, tree, leaf=True))
+        if not tree.node(budget).is_leaf:  # its children may not be leaves either
             raise report.error(
                 (*loc, "budget"),
                 f"{budget!r} is not a leaf of the budget tree; "
-                f"work is charged to a leaf ({leaves})",
+                f"work is charged to a leaf, such as {leaves_below(budget, tree)}",
             )
     if w.min_runtime > policy.max_min_runtime_s:
         raise report.error(

@@ -165,7 +165,7 @@ def _job(
         if budget not in budgets and budget == budgets.root.name:
             from alloc.io.budgets_in import root_named  # pydantic's schema: only on this error
 
-            raise InputError(file, "budget", root_named(budget, budgets), line)
+            raise InputError(file, "budget", root_named(budget, budgets, leaf=True), line)
         if budget not in budgets:
             raise InputError(
                 file,
@@ -174,7 +174,13 @@ def _job(
                 line,
             )
         if not budgets.node(budget).is_leaf:
-            raise InputError(file, "budget", f"{budget!r} is not a leaf of the budget tree", line)
+            from alloc.io.budgets_in import leaves_below  # as root_named
+
+            message = (
+                f"{budget!r} is not a leaf of the budget tree; "
+                f"work is charged to a leaf, such as {leaves_below(budget, budgets)}"
+            )
+            raise InputError(file, "budget", message, line)
     gpus_text = field("gpus")
     if not (gpus_text.isascii() and gpus_text.isdigit()) or int(gpus_text) <= 0:
         raise InputError(file, "gpus", f"expected a positive whole number, got {gpus_text!r}", line)
