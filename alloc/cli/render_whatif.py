@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from alloc.cli import tables
-from alloc.cli.columns import Column, fit, visible
+from alloc.cli.columns import About, Column, fit, visible
 from alloc.cli.shorten import shorten_duration, shorten_middle_keep_tail, shorten_path
 from alloc.printable import shown
 from alloc.report.compare import Comparison
@@ -83,7 +83,7 @@ def worst_team_column(cells: Mapping[str, tuple[str, str]]) -> Column:
 
 
 def print_table(
-    console: Console, columns: list[Column], rows: list[list[str]], legend: list[str]
+    console: Console, columns: list[Column], rows: list[list[str]], legend: list[str | About]
 ) -> None:
     """The table in the console's width, with a rule under the header and each team's name
     heading its rows (`alloc.cli.tables`): two spaces between columns where the rows fit so,
@@ -250,8 +250,11 @@ def print_comparison(
                 f"{c.labels[b]} (for {', '.join(c.labels[i] for i in runs)})"
                 for b, runs in _by_baseline(c).items()
             )
-        legend = [
-            "delivered, owed: GPU-hours; wait p50 / p90: of the team's allocated work",
+        legend: list[str | About] = [
+            (
+                ("delivered, owed", "GPU-hours"),  # left out of a narrow console, in turn
+                ("wait p50 / p90", "of the team's allocated work"),
+            ),
             f"Δ d/o: percentage points against {against}",
         ]
         print_table(console, *team_rows(c, names), legend=legend)
