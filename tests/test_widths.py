@@ -196,7 +196,8 @@ def test_whatif_waits_are_written_shorter_only_as_far_as_they_must():
     from alloc.cli.render_whatif import _waits
 
     assert _waits("3 h 32 min / 5 h 50 min", 23) == "3 h 32 min / 5 h 50 min"
-    assert _waits("3 h 32 min / 5 h 50 min", 17) == "3 h+ / 5 h 50 min"  # was `4 h /  6 h`
+    # of two alike, the p90 (it was the p50: `3 h+ / 5 h 50 min`; once `4 h /  6 h`)
+    assert _waits("3 h 32 min / 5 h 50 min", 17) == "3 h 32 min / 5 h+"
     assert _waits("3 h 32 min / 5 h 50 min", 12) == "3 h+ / 5 h+"
 
 
@@ -220,3 +221,15 @@ def test_whatif_legends_are_broken_to_the_width(tmp_path):
             assert "GPU-hours" not in text and text.count("wait p50 / p90: of the team") == 1
         else:
             assert "delivered, owed: GPU-hours; wait p50 / p90:" in text
+
+
+def test_the_waits_of_a_team_shorten_the_longer_the_p90_of_two_alike_and_leave_no_blank():
+    """At 60 columns the p50 read `3 h+ / 5 h 51 min` (of two alike, p50 written shorter), in
+    another row the p90 `1 h 5 min /   4 h+` (padding left where the time was shortened)."""
+    from alloc.cli.render_whatif import _waits
+
+    assert _waits("3 h 32 min / 5 h 51 min", 17) == "3 h 32 min / 5 h+"  # alike: the p90
+    assert _waits("1 h 5 min / 4 h 10 min", 16) == "1 h 5 min / 4 h+"  # the longer, no blank
+    assert _waits("4 h 38 min / 10 h 17 min", 15) == "4 h+ / 10 h+"  # then the other
+    assert _waits("   6 s / 38 min", 15) == "   6 s / 38 min"  # whole: padded as the rows
+    assert _waits("13 min / 4 h 10 min", 14) == "13 min / 4 h+"

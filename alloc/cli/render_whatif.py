@@ -186,18 +186,23 @@ def team_rows(
 
 
 def _waits(text: str, width: int) -> str:
-    """`4 h 38 min / 10 h 17 min` in `width`: the longer time in its largest unit first, then
-    the other (`4 h 38 min / 10 h+`, then `4 h+ / 10 h+`), only as far as it must."""
+    """`4 h 38 min / 10 h 17 min` in `width`: the longer time in its largest unit first (of
+    two as long, the p90, the larger, which loses the least of itself), then the other
+    (`4 h 38 min / 10 h+`, then `4 h+ / 10 h+`), only as far as it must. Padded to line up
+    with the other rows only when whole: a time written shorter leaves no blank in its cell
+    (`1 h 5 min / 4 h+`, not `1 h 5 min /   4 h+`), the room it freed goes to the column."""
     p50, sep, p90 = text.partition(" / ")
     if not sep:
         return text
     times = [p50.strip(), p90.strip()]
-    for i in sorted((0, 1), key=lambda i: -len(times[i])):
+    pad = next((p for p in (6, 5, 4) if len(f"{times[0]:>{p}} / {times[1]:>{p}}") <= width), 0)
+    if pad or len(" / ".join(times)) <= width:
+        return f"{times[0]:>{pad}} / {times[1]:>{pad}}" if pad else " / ".join(times)
+    for i in sorted((0, 1), key=lambda i: (-len(times[i]), -i)):
+        times[i] = shorten_duration(times[i], width)
         if len(" / ".join(times)) <= width:
             break
-        times[i] = shorten_duration(times[i], width)
-    pad = next((p for p in (6, 5, 4) if len(f"{times[0]:>{p}} / {times[1]:>{p}}") <= width), 0)
-    return f"{times[0]:>{pad}} / {times[1]:>{pad}}" if pad else " / ".join(times)
+    return " / ".join(times)
 
 
 def _run_or_team(labels: set[str]) -> Callable[[str, int], str]:
