@@ -118,3 +118,19 @@ def test_the_kubernetes_tutorial_runs_as_written(tmp_path: Path):
         _check(ALL[5], tmp_path, timeout_s=300)
     finally:
         drop_namespace()
+
+
+def test_the_reference_dry_run_sample_is_what_the_controller_prints(tmp_path: Path):
+    """The sample under `#### A dry run on simulated time` (outside the tutorials, so never
+    run) had lost the leader lease's lines and broke its first line where no output does."""
+    import re
+
+    from tests.tutorials import _steps
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("#### A dry run on simulated time") :]
+    block = re.search(r"```console\n(.*?)```", section, flags=re.S)
+    assert block is not None
+    steps = _steps(block.group(1))
+    assert any("leads (epoch 1)" in line for line in steps[0].shown)
+    _check(Tutorial("dry run (reference)", steps), tmp_path, timeout_s=300)

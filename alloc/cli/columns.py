@@ -30,8 +30,10 @@ from alloc.cli.shorten import shorten_end
 from alloc.printable import shown
 
 __all__ = [
+    "About",
     "Column",
     "Layout",
+    "about",
     "abbreviations",
     "fit",
     "notes",
@@ -201,7 +203,9 @@ def _give_back(
 def format_row(columns: Sequence[Column], layout: Layout, cells: Sequence[str]) -> str:
     """One line: each cell shortened to its column's width (if it may be) and aligned; a row
     of one cell, a heading, shortened to the whole line. A label broken onto more lines
-    (`Column.wrap`) makes more lines, joined by newlines, the row's other cells on its first."""
+    (`Column.wrap`) makes more lines, joined by newlines, the row's other cells on its first;
+    a label runs on into the blank a shorter number right of it leaves only to be one line
+    (its words never on both sides of the value)."""
     if len(cells) == 1 and len(columns) > 1:
         return (columns[0].shorten or shorten_end)(cells[0], layout.full)
     kept = [
@@ -211,12 +215,15 @@ def format_row(columns: Sequence[Column], layout: Layout, cells: Sequence[str]) 
     ]
     shown = []
     for k, (c, w, text) in enumerate(kept):
-        room = w
-        if c.wrap and k + 1 < len(kept) and kept[k + 1][0].right:
-            # a label may run on into the blank a shorter number right of it leaves
+        parts = c.lines(text, w)
+        if c.wrap and len(parts) > 1 and k + 1 < len(kept) and kept[k + 1][0].right:
+            # a label may run on into the blank a shorter number right of it leaves, when it
+            # then is one line: a label broken is broken in its column, never around its value
             after, width_after, value = kept[k + 1]
-            room += width_after - len(after.cut(value, width_after))
-        shown.append((c, w, c.lines(text, room)))
+            room = w + width_after - len(after.cut(value, width_after))
+            if len(c.lines(text, room)) == 1:
+                parts = c.lines(text, room)
+        shown.append((c, w, parts))
     out = []
     for k in range(max(len(parts) for _, _, parts in shown)):
         line, over = [], 0  # how far a label ran on into the column right of it
@@ -226,6 +233,27 @@ def format_row(columns: Sequence[Column], layout: Layout, cells: Sequence[str]) 
             over = max(0, len(text) - w) if c.wrap else 0
         out.append(layout.sep.join(line).rstrip())
     return "\n".join(out)
+
+
+# A legend line about columns: its parts, each the heads of one or more columns (joined by
+# ", ") and what they mean, shown as `heads: meaning` joined by "; " (`share: of the parent;
+# of all: of the cluster`, `delivered, owed: GPU-hours`).
+About = tuple[tuple[str, str], ...]
+
+
+def about(entry: str | About, columns: Sequence[Column], layout: Layout) -> str:
+    """A legend line as a fitted table shows it: a line of prose as it is; a line about
+    columns (`About`) without the heads of the columns left out (`Column.drop`), a part
+    without its meaning when all its heads are, "" when all the line's are."""
+    if isinstance(entry, str):
+        return entry
+    gone = {columns[i].head for i in layout.dropped}
+    parts = []
+    for heads, text in entry:
+        kept = [head for head in heads.split(", ") if head not in gone]
+        if kept:
+            parts.append(f"{', '.join(kept)}: {text}")
+    return "; ".join(parts)
 
 
 def visible(rows: Sequence[Sequence[str]]) -> list[list[str]]:

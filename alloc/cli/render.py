@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from alloc.cli.columns import Column
+from alloc.cli.columns import About, Column
 from alloc.cli.shorten import shorten_middle, shorten_path
 from alloc.cli.tables import print_table, say
 from alloc.domain import Plan
@@ -31,12 +31,16 @@ def ratio_text(r: float) -> str:
 # Budget names and paths: cut in the middle, not below 8 characters.
 NAME = ((1, 8),)
 DROP = {"waiting": 3, "unalloc": 2, "of all": 1}
-BUDGETS_LEGEND = (
-    "share: of the parent; of all: of the cluster; owed: capped at its demand",
-    "held, unalloc: allocated and unallocated GPUs its work holds after the round",
-    "demand: GPUs of its allocated work, running or queued",
-    "waiting: how many of those workloads wait (its unallocated work: see Decisions)",
-    "ratio: fair-share ratio over the window",
+# Each line about columns (`About`): a column left out of a narrow console is left out of it.
+BUDGETS_LEGEND: tuple[About, ...] = (
+    (("share", "of the parent"), ("of all", "of the cluster"), ("owed", "capped at its demand")),
+    (
+        ("held", "allocated GPUs its work holds after the round"),
+        ("unalloc", "unallocated ones"),
+    ),
+    (("demand", "GPUs of its allocated work, running or queued"),),
+    (("waiting", "how many of those workloads wait (its unallocated work: see Decisions)"),),
+    (("ratio", "fair-share ratio over the window"),),
 )
 
 
@@ -184,7 +188,10 @@ def print_summary(console: Console, m: dict[str, Any], out: Path) -> None:
             if m["drains_completed"]
             else "none",
         ),
-        ("allocated demand / ready GPUs", fmt_demand(m.get("allocated_demand_over_ready"))),
+        (
+            "allocated demand / ready GPUs",
+            fmt_demand(m.get("allocated_demand_over_ready"), m.get("simulated_days", m["days"])),
+        ),
         ("invariant violations", count(m["invariant_violations"])),
         (
             "full rounds (skipped as quiet)",

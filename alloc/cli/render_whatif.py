@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from alloc.cli import tables
-from alloc.cli.columns import Column, fit, visible
+from alloc.cli.columns import About, Column, fit, visible
 from alloc.cli.shorten import shorten_duration, shorten_middle_keep_tail, shorten_path
 from alloc.printable import shown
 from alloc.report.compare import Comparison
@@ -83,7 +83,7 @@ def worst_team_column(cells: Mapping[str, tuple[str, str]]) -> Column:
 
 
 def print_table(
-    console: Console, columns: list[Column], rows: list[list[str]], legend: list[str]
+    console: Console, columns: list[Column], rows: list[list[str]], legend: list[str | About]
 ) -> None:
     """The table in the console's width, with a rule under the header and each team's name
     heading its rows (`alloc.cli.tables`): two spaces between columns where the rows fit so,
@@ -186,18 +186,23 @@ def team_rows(
 
 
 def _waits(text: str, width: int) -> str:
-    """`4 h 38 min / 10 h 17 min` in `width`: the longer time in its largest unit first, then
-    the other (`4 h 38 min / 10 h+`, then `4 h+ / 10 h+`), only as far as it must."""
+    """`4 h 38 min / 10 h 17 min` in `width`: the longer time in its largest unit first (of
+    two as long, the p90, the larger, which loses the least of itself), then the other
+    (`4 h 38 min / 10 h+`, then `4 h+ / 10 h+`), only as far as it must. Padded to line up
+    with the other rows only when whole: a time written shorter leaves no blank in its cell
+    (`1 h 5 min / 4 h+`, not `1 h 5 min /   4 h+`), the room it freed goes to the column."""
     p50, sep, p90 = text.partition(" / ")
     if not sep:
         return text
     times = [p50.strip(), p90.strip()]
-    for i in sorted((0, 1), key=lambda i: -len(times[i])):
+    pad = next((p for p in (6, 5, 4) if len(f"{times[0]:>{p}} / {times[1]:>{p}}") <= width), 0)
+    if pad or len(" / ".join(times)) <= width:
+        return f"{times[0]:>{pad}} / {times[1]:>{pad}}" if pad else " / ".join(times)
+    for i in sorted((0, 1), key=lambda i: (-len(times[i]), -i)):
+        times[i] = shorten_duration(times[i], width)
         if len(" / ".join(times)) <= width:
             break
-        times[i] = shorten_duration(times[i], width)
-    pad = next((p for p in (6, 5, 4) if len(f"{times[0]:>{p}} / {times[1]:>{p}}") <= width), 0)
-    return f"{times[0]:>{pad}} / {times[1]:>{pad}}" if pad else " / ".join(times)
+    return " / ".join(times)
 
 
 def _run_or_team(labels: set[str]) -> Callable[[str, int], str]:
@@ -250,8 +255,11 @@ def print_comparison(
                 f"{c.labels[b]} (for {', '.join(c.labels[i] for i in runs)})"
                 for b, runs in _by_baseline(c).items()
             )
-        legend = [
-            "delivered, owed: GPU-hours; wait p50 / p90: of the team's allocated work",
+        legend: list[str | About] = [
+            (
+                ("delivered, owed", "GPU-hours"),  # left out of a narrow console, in turn
+                ("wait p50 / p90", "of the team's allocated work"),
+            ),
             f"Δ d/o: percentage points against {against}",
         ]
         print_table(console, *team_rows(c, names), legend=legend)

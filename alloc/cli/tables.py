@@ -15,7 +15,7 @@ from typing import Literal
 from rich.console import Console
 from rich.text import Text
 
-from alloc.cli.columns import Column, fit, format_row, notes, visible, wrap
+from alloc.cli.columns import About, Column, about, fit, format_row, notes, visible, wrap
 from alloc.printable import shown
 
 __all__ = ["print_table", "prose_width", "say"]
@@ -27,25 +27,26 @@ def print_table(
     rows: Sequence[Sequence[str]],
     *,
     title: str | None = None,
-    legend: Sequence[str] = (),
+    legend: Sequence[str | About] = (),
     rule: bool = False,
     tight: int = 1,
     width: int | None | Literal["console"] = "console",
 ) -> None:
     """`title` (bold), the header (bold; with `rule` a dim rule under it), one line per row (a
-    row of one cell is a group heading, bold), then each line of `legend` as prose, and what
-    the codes written shorter stand for. `tight`: the spaces between columns when the table
+    row of one cell is a group heading, bold), then each line of `legend` as prose (a line
+    about columns, `About`, without the parts of those left out), and what the codes written
+    shorter stand for. `tight`: the spaces between columns when the table
     is narrowed to the width. `width`: the console's (COLUMNS, a terminal's, else 80 in a
     pipe), or the one given (None: nothing shortened or broken). The title, the legend and
     the notes are the table's: broken at spaces to the width it is fitted to, in a pipe too
     (`wrap`). Names in cells, title and legend are shown escaped (`alloc.printable.shown`)."""
     rows = visible(rows)
     title = None if title is None else shown(title)
-    legend = [shown(text) for text in legend]
     fitted = width if isinstance(width, int) or width is None else console.width
     layout = fit(columns, rows, fitted, tight)
-    legend = [*legend, *notes(columns, layout, rows)]
-    legend = [line for text in legend for line in wrap(text, fitted)]
+    said = [shown(about(entry, columns, layout)) for entry in legend]
+    ending = [*(text for text in said if text), *notes(columns, layout, rows)]
+    broken = [line for text in ending for line in wrap(text, fitted)]
     if title is not None:
         console.print(Text("\n".join(wrap(title, fitted)), style="bold"), soft_wrap=True)
     console.print(
@@ -58,7 +59,7 @@ def print_table(
     for row in rows:
         style = "bold" if len(row) == 1 and len(columns) > 1 else ""
         console.print(Text(format_row(columns, layout, row), style=style), soft_wrap=True)
-    for line in legend:
+    for line in broken:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 

@@ -147,14 +147,17 @@ def partial(m: dict[str, Any]) -> str | None:
     return f"partial: {stopped_after(m)}{at}; the figures cover the time simulated"
 
 
-def demand(d: dict[str, float | None] | None) -> str:
-    """metrics.json's allocated_demand_over_ready: "2.10x (first day 2.20x, last 2.05x)"."""
+def demand(d: dict[str, float | None] | None, days: float | None = None) -> str:
+    """metrics.json's allocated_demand_over_ready: "2.10x (first day 2.20x, last 2.05x)"; for
+    a run of `days` no longer than a day, whose first and last day are the run, "2.10x"."""
     if not d:
         return "-"  # a run from before the figure existed
 
     def x(v: float | None) -> str:
         return f"{v:.2f}x" if v is not None else "-"
 
+    if days is not None and days <= 1:
+        return x(d.get("mean"))
     return f"{x(d.get('mean'))} (first day {x(d.get('first_day'))}, last {x(d.get('last_day'))})"
 
 
