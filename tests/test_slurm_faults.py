@@ -141,7 +141,7 @@ def test_garbage_json_from_squeue_fails_the_round_and_the_next_one_carries_on(
     faulty.inject("squeue", "--json", mode="garbage", times=ATTEMPTS)
 
     failed = controller.round_once()
-    assert failed.error.startswith("SlurmError: squeue --json: unreadable JSON")
+    assert failed.error.startswith("squeue --json: unreadable JSON")  # a cluster error, unnamed
     assert [(f.kind, f.command) for f in failed.faults] == [
         (FaultKind.UNPARSABLE, "squeue --json")
     ] * ATTEMPTS
