@@ -149,11 +149,12 @@ def read_live(config: Path) -> Live:
         )
     try:
         with reaching(settings):
-            snapshot = live_snapshot(executor, store, settings.budgets)
+            runs = store.open_runs()  # the ledger read once for all three below
+            snapshot = live_snapshot(executor, store, settings.budgets, runs)
             last = store.last_decisions(w.id for w in snapshot.workloads)
-            unseen = len(unseen_runs(snapshot, store))
+            unseen = len(unseen_runs(snapshot, store, runs))
             running = {(w.id, w.started.timestamp()) for w in snapshot.workloads if w.started}
-            ended = sum(r.key not in running for r in store.open_runs())
+            ended = sum(r.key not in running for r in runs)
     except GovernanceError as exc:  # the config's tree and the shares changed since
         raise InputError(str(config), "budgets", str(exc)) from None
     finally:

@@ -3,6 +3,7 @@ the executor shows it, with the fair-share usage of the controller's own ledger)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING
 
@@ -19,14 +20,18 @@ if TYPE_CHECKING:
 
 
 def live_snapshot(
-    executor: Executor, store: StateStore, budgets: BudgetTree | None = None
+    executor: Executor,
+    store: StateStore,
+    budgets: BudgetTree | None = None,
+    open_runs: Sequence[Run] | None = None,
 ) -> Snapshot:
     """The cluster now as the controller's next round would see it (read-only: status,
     explain, queue). That round first records in its ledger the work it sees running; work
     started since the last round (by that round's own plan, or by hand) is not in the ledger
-    yet, so its charged time is added here as that sighting would add it, without writing it."""
+    yet, so its charged time is added here as that sighting would add it, without writing it.
+    `open_runs`: the ledger's open runs, when the caller has read them already."""
     snapshot = controller_view(executor.snapshot(), store, budgets)
-    unseen = unseen_runs(snapshot, store)
+    unseen = unseen_runs(snapshot, store, open_runs)
     if not unseen:
         return snapshot
     now_s = snapshot.now.timestamp()
@@ -39,12 +44,15 @@ def live_snapshot(
     return replace(snapshot, usage_gpu_hours=usage)
 
 
-def unseen_runs(snapshot: Snapshot, store: StateStore) -> list[Run]:
+def unseen_runs(
+    snapshot: Snapshot, store: StateStore, open_runs: Sequence[Run] | None = None
+) -> list[Run]:
     """The runs of the work running in `snapshot` that the ledger has not seen yet (it opens
-    a run when a round sees it running: the round after its start)."""
+    a run when a round sees it running: the round after its start); `open_runs`: the
+    ledger's open runs, when the caller has read them already (else read here)."""
     from alloc.policy.contract import allocated_in
 
-    known = {r.key for r in store.open_runs()}
+    known = {r.key for r in (store.open_runs() if open_runs is None else open_runs)}
     running = [
         Run(w.id, w.started.timestamp(), w.budget, w.gpus, allocated_in(snapshot.budgets, w))
         for w in snapshot.workloads
