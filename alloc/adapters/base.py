@@ -124,6 +124,13 @@ def cluster_snapshot(
     return snapshot, notes
 
 
+def unfunded_note(no_budget: str) -> str:
+    """The note on a job whose budget maps to no node (`Executor.no_budget`), as its reader
+    writes it among the others (`note: 6: its account 'physics' is not mapped ...: it runs
+    unfunded`); `alloc explain`, whose headline says the same, leaves that note out."""
+    return f"{no_budget}: it runs unfunded"
+
+
 class Executor(Protocol):
     def snapshot(self) -> Snapshot: ...
 

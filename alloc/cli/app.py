@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -38,9 +38,6 @@ from alloc.cli.plans import (
 from alloc.io.errors import InputError
 from alloc.printable import shown
 from alloc.readable import counted
-
-if TYPE_CHECKING:
-    pass
 
 app = typer.Typer(
     name="alloc",  # how messages name the program when it is not run as `alloc` (tests)
@@ -186,13 +183,15 @@ def explain(
                 )
             if workload is not None or plan is not None:
                 raise InputError("--config", "", "with --config give only the workload id")
+            from alloc.adapters.base import unfunded_note
             from alloc.cli.live_cmd import read_live, say_notes
 
             live = read_live(config)
             snapshot, notes, no_budget = live.snapshot, live.notes, live.no_budget
             source, wanted = f"the cluster of {config}", WorkloadId(instance)
             unmapped = no_budget.get(wanted)
-            if notes.get(wanted) != f"{unmapped}: it runs unfunded":  # the headline says it
+            if unmapped is None or notes.get(wanted) != unfunded_note(unmapped):
+                # unless the note is only what the headline says
                 say_notes(notes, only=wanted)
         else:
             if instance is None or workload is None:

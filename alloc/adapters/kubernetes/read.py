@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from alloc.adapters.base import unfunded_note
 from alloc.adapters.contract import JobContract, contract_of
 from alloc.adapters.kubernetes.constraints import unmet
 from alloc.adapters.kubernetes.gangs import (
@@ -309,7 +310,7 @@ def _workload(
     if budget is None:  # as Slurm's unmapped accounts (alloc.adapters.slurm.read)
         named = f"its namespace {namespace!r}" + (f" and queue {queue!r} are" if queue else " is")
         no_budget = f"{named} not mapped to a budget node (kubernetes.queues)"
-        problems.append(f"{no_budget}: it runs unfunded")
+        problems.append(unfunded_note(no_budget))
     return KubeWorkload(workload, pods, "; ".join(problems), blocked, no_budget)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from alloc.adapters.base import unfunded_note
 from alloc.adapters.slurm.contract import read_contract
 from alloc.domain import BudgetPath, Cluster, Host, HostName, HostState, Workload, WorkloadId
 
@@ -181,7 +182,7 @@ def _job(
     no_budget = ""
     if account and budget is None:  # else "it names no budget": the account does, unmapped
         no_budget = f"its account {account!r} is not mapped to a budget node (slurm.accounts)"
-        problems.append(f"{no_budget}: it runs unfunded")
+        problems.append(unfunded_note(no_budget))
     workload = Workload(
         id=WorkloadId(str(job["job_id"])),
         budget=budget,
